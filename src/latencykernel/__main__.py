@@ -1,0 +1,3 @@
+from latencykernel.cli import main
+
+main()
