@@ -1,0 +1,1 @@
+"""Resolution: everything about a deployment decided once, before any step is priced."""
