@@ -1,0 +1,132 @@
+"""Coefficient scoping: which registry entries apply to this deployment.
+
+An entry applies when every scope dimension it states lists the deployment's value
+(hardware and model compared without case); unstated dimensions admit anything. Sets are
+read in scenario order and entries in file order; the last applicable entry of a name wins.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from latencykernel.errors import RefusedError
+
+__all__ = ["DeploymentScope", "Resolved", "Coefficients", "resolve_coefficients"]
+
+
+@dataclass(frozen=True)
+class DeploymentScope:
+    hardware: str
+    model: str
+    tp: int
+    ep: int
+    nodes_spanned: int
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """One registry value in force for this deployment."""
+
+    name: str
+    value: float
+    set: str
+    method: str
+    scope: str  # "hardware: h200", "model: x" or "unscoped"
+
+
+def _applies(scope: Any, d: DeploymentScope) -> bool:
+    hw = getattr(scope, "hardware", None)
+    if hw is not None and d.hardware.lower() not in {h.lower() for h in hw}:
+        return False
+    models = getattr(scope, "model", None)
+    if models is not None and d.model.lower() not in {m.lower() for m in models}:
+        return False
+    for dim, val in (("tp", d.tp), ("ep", d.ep), ("nodes_spanned", d.nodes_spanned)):
+        listed = getattr(scope, dim, None)
+        if listed is not None and val not in listed:
+            return False
+    return True
+
+
+def _scope_label(scope: Any) -> str:
+    hw = getattr(scope, "hardware", None)
+    if hw:
+        return f"hardware: {hw[0]}"
+    models = getattr(scope, "model", None)
+    if models:
+        return f"model: {models[0]}"
+    return "unscoped"
+
+
+_COLLECTIVE = re.compile(r"^collective_(floor|peak_rate|transition_rate)_([a-z_]+?)_fp16_(\d+)rank_([a-z0-9_]+)$")
+
+
+class Coefficients:
+    """The registry values in force, by name."""
+
+    def __init__(self, values: dict[str, Resolved]) -> None:
+        self._values = values
+        widths: dict[tuple[str, str], dict[int, set[str]]] = {}
+        for name in values:
+            m = _COLLECTIVE.match(name)
+            if m:
+                param, op, n, chip = m.groups()
+                widths.setdefault((op, chip), {}).setdefault(int(n), set()).add(param)
+        self._measured_widths = {
+            key: sorted(n for n, params in by_n.items() if len(params) == 3) for key, by_n in widths.items()
+        }
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._values
+
+    def get(self, name: str) -> float | None:
+        r = self._values.get(name)
+        return None if r is None else r.value
+
+    def names(self) -> list[str]:
+        return sorted(self._values)
+
+    def origins(self) -> list[Resolved]:
+        """Every value in force, sorted by name."""
+        return [self._values[n] for n in sorted(self._values)]
+
+    def require(self, name: str, needed_for: str) -> float:
+        """A value the kernel cannot price without; refuses when absent."""
+        r = self._values.get(name)
+        if r is None:
+            raise RefusedError(
+                f"{needed_for} needs the coefficient {name}, which no listed coefficient set "
+                f"provides for this deployment; add it to a set the scenario lists "
+                f"(values in force: {', '.join(self.names()) or 'none'})",
+                setting="coefficients",
+                value=name,
+            )
+        return r.value
+
+    def measured_widths(self, op: str, chip_key: str) -> list[int]:
+        """Rank widths with all three collective parameters for (op, chip)."""
+        return self._measured_widths.get((op, chip_key), [])
+
+
+def resolve_coefficients(
+    sets: Iterable[tuple[str, Iterable[tuple[str, Any]]]], scope: DeploymentScope
+) -> Coefficients:
+    """Apply the scope to ``(set name, [(entry name, entry)])`` in scenario order."""
+    values: dict[str, Resolved] = {}
+    set_names: list[str] = []
+    for set_name, entries in sets:
+        set_names.append(set_name)
+        for name, entry in entries:
+            if _applies(entry.scope, scope):
+                values[name] = Resolved(name, float(entry.value), set_name, entry.method, _scope_label(entry.scope))
+    if not values:
+        raise RefusedError(
+            f"no coefficient in the listed sets ({', '.join(set_names)}) applies to hardware "
+            f"{scope.hardware!r}, model {scope.model!r}, tp {scope.tp}, ep {scope.ep}; list sets "
+            f"that cover this chip",
+            setting="coefficients",
+            value=set_names,
+        )
+    return Coefficients(values)
