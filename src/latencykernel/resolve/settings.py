@@ -1,0 +1,82 @@
+"""Engine settings the kernel needs, with vLLM v0.31.0's defaults where the deployment
+leaves one unstated. Every default taken is recorded as an assumption, so a user can see
+what a price rests on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from latencykernel.errors import RefusedError
+
+__all__ = ["Assumption", "Assumptions", "GRAPH_MODES", "graph_modes", "default_max_num_seqs",
+           "default_max_num_batched_tokens", "capture_ceiling_tokens", "ENGINE_BEHAVIOUR_VERSION"]
+
+ENGINE_BEHAVIOUR_VERSION = "0.31.0"
+ENGINE_BEHAVIOUR_COMMIT = "db9527a46873454610df6dbedf79a36d6bf1a7f6"
+
+
+@dataclass(frozen=True)
+class Assumption:
+    """A value the kernel supplied itself: ``name`` (the setting's YAML key or a
+    coefficient name), the ``value`` taken and the ``reason``."""
+
+    name: str
+    value: str
+    reason: str
+
+
+@dataclass
+class Assumptions:
+    items: list[Assumption] = field(default_factory=list)
+
+    def add(self, name: str, value: object, reason: str) -> None:
+        self.items.append(Assumption(name, str(value), reason))
+
+    def names(self) -> list[str]:
+        return [a.name for a in self.items]
+
+
+# cudagraph_mode -> (mode for a uniform decode batch, mode for any other batch)
+GRAPH_MODES: dict[str, tuple[str, str]] = {
+    "PIECEWISE": ("piecewise", "piecewise"),
+    "FULL": ("full", "full"),
+    "FULL_AND_PIECEWISE": ("full", "piecewise"),
+    "FULL_DECODE_ONLY": ("full", "eager"),
+    "NONE": ("eager", "eager"),
+}
+
+
+def graph_modes(stated: str | None, assumptions: Assumptions) -> tuple[str, str, str]:
+    """(mode name, decode graph mode, other graph mode); refuses an unknown mode."""
+    if stated is None:
+        assumptions.add("cudagraph_mode", "FULL_AND_PIECEWISE", "unstated; vLLM v0.31.0's default")
+        stated = "FULL_AND_PIECEWISE"
+    if stated not in GRAPH_MODES:
+        raise RefusedError(
+            f"engine.cudagraph_mode {stated!r} is not a vLLM CUDA-graph mode; use one of {', '.join(GRAPH_MODES)}",
+            setting="engine.cudagraph_mode",
+            value=stated,
+        )
+    decode, other = GRAPH_MODES[stated]
+    return stated, decode, other
+
+
+def default_max_num_seqs(chip_name: str, memory_gib: float) -> int:
+    """vLLM's OpenAI-server default: 1024 on parts with at least 70 GiB that are not A100s,
+    else 256."""
+    return 1024 if memory_gib >= 70 and "a100" not in chip_name.lower() else 256
+
+
+def default_max_num_batched_tokens(chip_name: str, memory_gib: float) -> int:
+    """vLLM's OpenAI-server default: 16384 from 160 GiB, 8192 from 70 GiB (not A100), else 2048."""
+    if memory_gib >= 160:
+        return 16384
+    if memory_gib >= 70 and "a100" not in chip_name.lower():
+        return 8192
+    return 2048
+
+
+def capture_ceiling_tokens(max_num_seqs: int, uniform_decode_width: int, nvfp4_native: bool) -> int:
+    """vLLM's max_cudagraph_capture_size: min(max_num_seqs · width · 2, 512), or 1024 on
+    parts with native NVFP4. Batches with more tokens run eagerly."""
+    return min(max_num_seqs * uniform_decode_width * 2, 1024 if nvfp4_native else 512)
