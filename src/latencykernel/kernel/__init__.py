@@ -1,0 +1,8 @@
+"""The kernel: build (``new``), open from files, and price."""
+
+from latencykernel.kernel.build import new
+from latencykernel.kernel.kernel import KERNEL_ASSUMPTION_SET, CoefficientOrigin, Kernel, Placement, Resolution
+from latencykernel.kernel.memory import MemoryBreakdown
+
+__all__ = ["new", "Kernel", "CoefficientOrigin", "Resolution", "Placement", "MemoryBreakdown",
+           "KERNEL_ASSUMPTION_SET"]

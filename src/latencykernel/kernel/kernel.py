@@ -1,0 +1,270 @@
+"""The kernel: an immutable, thread-safe price of one deployment pool."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from latencykernel.batch import RESOURCES, Batch, Resource, StepEstimate
+from latencykernel.kernel.constants import StepConstants
+from latencykernel.kernel.memory import MemoryBreakdown
+from latencykernel.kernel.step import price_step
+from latencykernel.price.collective import floor_and_rate_s
+from latencykernel.price.kv import paged_bytes
+from latencykernel.price.memory import recurrent_state_bytes
+from latencykernel.resolve.coefficients import Coefficients
+from latencykernel.resolve.layout import Group, Op, Override
+from latencykernel.resolve.settings import Assumptions
+
+__all__ = ["Kernel", "CoefficientOrigin", "Resolution", "Placement", "KERNEL_ASSUMPTION_SET"]
+
+KERNEL_ASSUMPTION_SET = "blis-latency-kernel"
+EVIDENCED = ("measured", "literature", "vendor_spec")
+NS = 1e-9
+
+
+def _ns(seconds: float) -> int:
+    """Seconds to whole nanoseconds as the Go kernel does: 0 for NaN or negative, a
+    saturated value for +inf, else truncated."""
+    if seconds != seconds or seconds < 0:
+        return 0
+    if math.isinf(seconds):
+        return 2**63 - 1
+    return int(seconds * 1e9)
+
+
+@dataclass(frozen=True)
+class CoefficientOrigin:
+    """Where one value the kernel may use came from."""
+
+    name: str
+    set: str
+    method: str
+    scope: str
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """Widths and backends as resolved, and every setting resolved differently than asked."""
+
+    tensor_parallel: int
+    data_parallel: int
+    expert_parallel: int
+    decode_context_parallel: int
+    prefill_context_parallel: int
+    all_reduce_backend: str
+    sequence_parallel_moe: bool
+    async_scheduling: bool
+    cascade_attention: bool
+    overrides: tuple[Override, ...]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a pool's rank sits: for choosing the link a KV transfer takes."""
+
+    node: int
+    rack: int = 0
+    pool: str = ""
+
+
+class Kernel:
+    """The price of one pool of one deployment. Build with ``new``, ``open`` or ``build``."""
+
+    __slots__ = ("_c", "_coeffs", "_assumptions", "_overrides", "_memory", "_pre", "_inputs", "_pool",
+                 "_info", "_tiers", "__weakref__")
+
+    @classmethod
+    def _create(cls, *, inputs: Any, consts: StepConstants, coeffs: Coefficients, assumptions: Assumptions,
+                overrides: list[Override], memory: MemoryBreakdown, pre_snapshot: int, **info: Any) -> "Kernel":
+        k = object.__new__(cls)
+        k._c = consts
+        k._coeffs = coeffs
+        k._assumptions = tuple(assumptions.items)
+        k._overrides = tuple(overrides)
+        k._memory = memory
+        k._pre = pre_snapshot
+        k._inputs = inputs
+        k._pool = inputs.deployment.pools[inputs.pool]
+        k._info = dict(info)
+        k._tiers = {name: dev for name, dev in (inputs.storage or {}).items()}
+        return k
+
+    # ----- identity -------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return str(self._inputs.scenario.name)
+
+    @property
+    def model(self) -> str:
+        return str(self._inputs.model.name)
+
+    @property
+    def chip(self) -> str:
+        return str(self._inputs.chip.name)
+
+    @property
+    def constants(self) -> StepConstants:
+        """The batch-independent numbers a step uses (read-only by convention)."""
+        return self._c
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """Settings as resolved: served weight dtype, compute suffix, graph mode, limits."""
+        return dict(self._info)
+
+    def deployment(self) -> Any:
+        """The pool exactly as the document stated it (unstated settings are None)."""
+        return self._pool.model_copy(deep=True)
+
+    def __repr__(self) -> str:
+        lay = self._c.layout
+        return (f"Kernel({self.model} on {self.chip}, tp={lay.tp} dp={lay.dp} ep={lay.expert_width}, "
+                f"{self._info.get('served_dtype')})")
+
+    # ----- step ------------------------------------------------------------------------
+    def step_time(self, batch: Batch) -> StepEstimate:
+        """The price of one forward step over ``batch`` (seconds)."""
+        return self.step_time_into(batch, None)
+
+    def step_time_into(self, batch: Batch, per: dict[Resource, float] | None) -> StepEstimate:
+        """``step_time``, filling (after clearing) a dict the caller reuses."""
+        raw, overlap_s = price_step(self._c, batch.scheduled, batch.computed, batch.decode_threshold,
+                                    batch.sm_budget)
+        return self._estimate(raw, overlap_s, per)
+
+    def _estimate(self, raw: Sequence[float], overlap_s: float, per: dict[Resource, float] | None) -> StepEstimate:
+        ns = [_ns(x) for x in raw]
+        no_overlap = sum(ns)
+        best = 0
+        for i in range(1, 5):
+            if ns[i] > ns[best]:
+                best = i
+        overlap = min(_ns(overlap_s) + ns[4], no_overlap)
+        if per is None:
+            per = {}
+        else:
+            per.clear()
+        for i, r in enumerate(RESOURCES):
+            if ns[i] > 0:
+                per[r] = ns[i] * NS
+        return StepEstimate(overlap * NS, no_overlap * NS, RESOURCES[best], per)
+
+    # ----- memory ----------------------------------------------------------------------
+    def fixed_bytes(self) -> MemoryBreakdown:
+        """Bytes per rank that do not depend on requests."""
+        return self._memory
+
+    def pre_snapshot_bytes(self) -> int:
+        """Bytes the engine holds before it measures its memory budget: the NCCL
+        communicator and the engine workspace (CUDA context, cuBLAS workspace)."""
+        return self._pre
+
+    def kv_bytes_per_token(self) -> float:
+        """KV cache bytes one token holds on one rank (before paging and DCP)."""
+        return self._c.kv_bytes_per_token
+
+    def sequence_variable_bytes(self, tokens: int) -> int:
+        """One request's KV cache per rank at ``tokens`` tokens, in whole pages; DCP shards
+        the tokens before the page rounding."""
+        if tokens <= 0:
+            return 0
+        c = self._c
+        t = math.ceil(tokens / c.dcp) if c.dcp > 1 and c.dcp_shards_all_kv_layers else tokens
+        total = paged_bytes(t, c.block_size, c.kv_bytes_per_token)
+        if self._info.get("mamba_mode") == "all":
+            for lp in c.plan.layers:
+                if lp.recurrent_state_bytes > 0:
+                    total += int(recurrent_state_bytes(lp.recurrent_state_bytes, "all", tokens, c.block_size,
+                                                       self._info.get("spec_tokens", 0), 0) * lp.count)
+        return total
+
+    def sequence_fixed_bytes(self) -> int:
+        """One request's length-independent recurrent state (0 for pure attention)."""
+        mode = self._info.get("mamba_mode", "none")
+        if mode == "all":
+            return 0
+        c = self._c
+        max_len = self._pool.engine.max_model_len or 0
+        return int(sum(recurrent_state_bytes(lp.recurrent_state_bytes, mode, max_len, c.block_size,
+                                             self._info.get("spec_tokens", 0), 0) * lp.count
+                       for lp in c.plan.layers))
+
+    # ----- transfers and per-request host time ------------------------------------------
+    def tier_time(self, tier: str, direction: str, nbytes: int, queue_depth: int = 1) -> float:
+        """Seconds to move ``nbytes`` to (``"to_tier"``) or from (``"from_tier"``) an offload
+        tier: max(base latency, bytes / rate), the rate capped by the host link and shared by
+        ``queue_depth`` transfers. An unknown tier is never free (+inf)."""
+        dev = self._tiers.get(tier)
+        if dev is None:
+            return math.inf
+        rate = (dev.write_mb_per_s if direction == "to_tier" else dev.read_mb_per_s) * 1e6
+        link = self._c.extra.get("host_link_bytes_per_s", 0.0)
+        if link > 0 and rate > link:
+            rate = link
+        if queue_depth > 1:
+            rate /= queue_depth
+        return _ns(floor_and_rate_s(nbytes, rate, dev.base_latency_us * 1e-6)) * NS
+
+    def pd_transfer_time(self, tokens: int, src: Placement, dst: Placement) -> float:
+        """Seconds to move one request's whole KV cache (``tokens`` tokens) between pools:
+        NVLink on one node (or one rack-wide NVLink domain), else the fabric."""
+        if tokens <= 0:
+            return 0.0
+        c = self._c
+        nbytes = tokens * c.kv_bytes_per_token
+        same_domain = src.node == dst.node or (c.layout.rack_gpus > 0 and src.rack == dst.rack)
+        rate = c.nvlink_bytes_per_s if same_domain else c.nic_bytes_per_s
+        cost = c.collectives.get((Op.ALL2ALL, Group.EXPERT))
+        floor = cost.floor_s if cost is not None else 0.0
+        return _ns(floor_and_rate_s(nbytes, rate, floor)) * NS
+
+    def admission_overhead(self, prompt_tokens: int) -> float:
+        """Host seconds before a request is scheduled (tokenisation and the like)."""
+        if prompt_tokens <= 0:
+            return 0.0
+        per_req = self._coeffs.get("host_admission_per_request") or 0.0
+        per_tok = self._coeffs.get("host_admission_per_token") or 0.0
+        return _ns((per_req + per_tok * prompt_tokens) * 1e-6) * NS
+
+    def output_token_overhead(self) -> float:
+        """Host seconds per emitted token (detokenise and stream)."""
+        return _ns((self._coeffs.get("host_output_token") or 0.0) * 1e-6) * NS
+
+    def completion_overhead(self) -> float:
+        """Host seconds to retire a finished request."""
+        return _ns((self._coeffs.get("host_completion") or 0.0) * 1e-6) * NS
+
+    # ----- evidence ----------------------------------------------------------------------
+    def provenance(self) -> list[CoefficientOrigin]:
+        """Every registry value in scope (sorted by name), then the kernel's own assumptions
+        (set ``KERNEL_ASSUMPTION_SET``, method ``assumed``, scope ``"<value>: <reason>"``)."""
+        out = [CoefficientOrigin(r.name, r.set, r.method, r.scope) for r in self._coeffs.origins()]
+        out += [CoefficientOrigin(a.name, KERNEL_ASSUMPTION_SET, "assumed", f"{a.value}: {a.reason}")
+                for a in self._assumptions]
+        return out
+
+    def assumptions(self) -> list[tuple[str, str, str]]:
+        """The kernel's own assumptions as (name, value, reason)."""
+        return [(a.name, a.value, a.reason) for a in self._assumptions]
+
+    def evidence(self) -> tuple[int, int, list[str]]:
+        """(values resting on evidence, all values, names of assumed values)."""
+        origins = self.provenance()
+        measured = sum(1 for o in origins if o.method in EVIDENCED)
+        assumed = [o.name for o in origins if o.method == "assumed"]
+        return measured, len(origins), assumed
+
+    def resolved(self) -> Resolution:
+        lay = self._c.layout
+        eng = self._pool.engine
+        return Resolution(
+            tensor_parallel=max(lay.tp, 1), data_parallel=max(lay.dp, 1), expert_parallel=max(lay.expert_width, 1),
+            decode_context_parallel=lay.dcp, prefill_context_parallel=lay.pcp,
+            all_reduce_backend="custom" if lay.custom_all_reduce else "nccl",
+            sequence_parallel_moe=lay.sequence_parallel_moe,
+            async_scheduling=eng.async_scheduling if eng.async_scheduling is not None else True,
+            cascade_attention=(not eng.disable_cascade_attn) if eng.disable_cascade_attn is not None else False,
+            overrides=self._overrides,
+        )
