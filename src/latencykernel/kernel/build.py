@@ -32,6 +32,7 @@ US = 1e-6
 OP_STEM = {Op.ALL_REDUCE: "all_reduce", Op.ALL_GATHER: "all_gather", Op.REDUCE_SCATTER: "reduce_scatter",
            Op.ALL2ALL: "alltoall"}
 SEARCH_WIDTHS = (2, 4, 8, 16)
+VLLM_GPU_MEMORY_UTILIZATION = 0.92
 DS_MLA_CELL_BYTES = {"fp8_ds_mla": 656, "nvfp4_ds_mla": 352}
 
 
@@ -428,9 +429,37 @@ def new(inputs: Any) -> "Kernel":
         consts=consts, coeffs=coeffs, graph=graph, mode_name=mode_name, max_batched_tokens=max_batched,
         served_bytes=DTYPE_BYTES[served], eplb_redundant=R,
     )
-    return Kernel._create(
+    util = eng.gpu_memory_utilization
+    if util is None:
+        util = VLLM_GPU_MEMORY_UTILIZATION
+        assumptions.add("gpu_memory_utilization", util, "unstated; vLLM's default (capacity only, not step time)")
+    k = Kernel._create(
         inputs=inputs, consts=consts, coeffs=coeffs, assumptions=assumptions, overrides=overrides,
         memory=memory, pre_snapshot=pre_snapshot, served_dtype=served, compute_suffix=suffix,
         mamba_mode=mamba_mode, spec_tokens=spec_tokens, max_num_seqs=max_seqs, max_batched_tokens=max_batched,
-        cudagraph_mode=mode_name,
+        cudagraph_mode=mode_name, gpu_memory_utilization=util,
     )
+    _check_fits(k, chip, util, eng.max_model_len)
+    return k
+
+
+def _check_fits(k: "Kernel", chip: Any, util: float, max_model_len: int | None) -> None:
+    """vLLM will not start when no KV block fits after the fixed memory, nor when one
+    sequence of max_model_len tokens does not fit the KV budget."""
+    budget = k.kv_budget_bytes()
+    page = k.sequence_variable_bytes(k.constants.block_size) + k.sequence_fixed_bytes()
+    gib = float(1 << 30)
+    if budget < page:
+        m = k.fixed_bytes()
+        raise _refuse(
+            f"the weights ({m.weights / gib:.1f} GiB per rank) and other fixed memory ({(m.total - m.weights) / gib:.1f} "
+            f"GiB, plus {k.pre_snapshot_bytes() / gib:.1f} GiB before the budget) leave no room for a KV block in "
+            f"gpu_memory_utilization {util} of {chip.name}'s {chip.MemoryGiB} GiB; widen parallel.tp, quantize the "
+            f"weights, or choose a larger chip", "parallel.tp", k.constants.layout.tp)
+    if max_model_len is not None:
+        need = k.sequence_variable_bytes(max_model_len) + k.sequence_fixed_bytes()
+        if need > budget:
+            raise _refuse(
+                f"engine.max_model_len {max_model_len} needs {need / gib:.2f} GiB of KV cache per rank, more than the "
+                f"{budget / gib:.2f} GiB budget; lower max_model_len or free memory (wider tp, fp8 cache)",
+                "engine.max_model_len", max_model_len)

@@ -191,6 +191,32 @@ class Kernel:
                                              self._info.get("spec_tokens", 0), 0) * lp.count
                        for lp in c.plan.layers))
 
+    # ----- capacity ---------------------------------------------------------------------
+    def kv_budget_bytes(self, gpu_memory_utilization: float | None = None) -> int:
+        """Bytes per rank left for KV cache: the chip's memory × utilization (the deployment's
+        value by default, vLLM's 0.92 when unstated) minus fixed and pre-snapshot bytes."""
+        util = self._info["gpu_memory_utilization"] if gpu_memory_utilization is None else gpu_memory_utilization
+        if not 0 < util <= 1:
+            raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {util}")
+        total = self._inputs.chip.MemoryGiB * (1 << 30)
+        return int(total * util) - self._memory.total - self._pre
+
+    def kv_blocks(self, gpu_memory_utilization: float | None = None) -> int:
+        """Whole KV pages (block_size tokens of every KV layer) that fit the budget."""
+        page = self.sequence_variable_bytes(self._c.block_size)
+        if page <= 0:
+            return 0
+        return max(self.kv_budget_bytes(gpu_memory_utilization) // page, 0)
+
+    def max_sequences(self, tokens: int, gpu_memory_utilization: float | None = None) -> int:
+        """How many sequences of ``tokens`` tokens fit the KV budget at once (memory only;
+        the engine also caps the batch at max_num_seqs)."""
+        per = self.sequence_variable_bytes(tokens) + self.sequence_fixed_bytes()
+        budget = self.kv_budget_bytes(gpu_memory_utilization)
+        if per <= 0:
+            return 0 if budget <= 0 else 2**31 - 1
+        return max(budget // per, 0)
+
     # ----- transfers and per-request host time ------------------------------------------
     def tier_time(self, tier: str, direction: str, nbytes: int, queue_depth: int = 1) -> float:
         """Seconds to move ``nbytes`` to (``"to_tier"``) or from (``"from_tier"``) an offload
