@@ -58,6 +58,7 @@ def _check_cache_dtypes(engine: Any, kv_kind: str) -> None:
     c = engine.cache_dtype
     if c is not None:
         if c in UNPRICED_CACHE_DTYPES:
+            # KNOWN DIVERGENCE: per-token-head and turboquant pages are not sized; refused.
             raise _refuse(f"engine.cache_dtype {c!r} is a vLLM KV format this kernel cannot size (its per-head "
                           f"scales are not modelled); use fp8 or bfloat16", "engine.cache_dtype", c)
         if c not in PRICED_CACHE_DTYPES:
@@ -198,6 +199,7 @@ def new(inputs: Any) -> "Kernel":
     eplb = eng.eplb
     R = (eplb.num_redundant_experts or 0) if (eplb is not None and eplb.enable_eplb) else 0
     if layout.expert_width <= 1:
+        # KNOWN DIVERGENCE: with PCP and EP off vLLM slices experts 1/(dp·pcp·tp); we use 1/(dp·tp).
         expert_tensor_shards = layout.tp * max(layout.dp, 1)
     else:
         expert_tensor_shards = 1
@@ -419,6 +421,9 @@ def new(inputs: Any) -> "Kernel":
         extra={"host_link_bytes_per_s": host_link * 1e6},
     )
 
+    if layout.ep_enabled and layout.moe_group > 1:
+        assumptions.add("all2all_dispatch_buffer_bytes", 0,
+                        "no coefficient sizes expert-parallel dispatch buffers; comm_buffers omits them")
     if scenario.engine_version != ENGINE_BEHAVIOUR_VERSION:
         assumptions.add("engine_version", ENGINE_BEHAVIOUR_VERSION,
                         f"the scenario states {scenario.engine_version}; the kernel prices vLLM "

@@ -191,6 +191,7 @@ def price_step(
     peak, hbm_bw, tp = c.peak_flops_per_s, c.hbm_bytes_per_s, c.tp
     ramp = efficiency(T, c.eps_max, c.m_half)
     layout = c.layout
+    # KNOWN DIVERGENCE: under PCP the funnel multiplies routed tokens by DP, not PCP.
     funnel = layout.dp if (layout.moe_group > 1 and layout.dp > 1) else 1
     routed_tokens = T * funnel
     dp_slice = c.expert_tensor_shards / tp if layout.expert_width <= 1 else 1.0
