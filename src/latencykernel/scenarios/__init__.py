@@ -1,0 +1,57 @@
+"""The analytical scenario library: first-principles serving numbers with units, equations
+and what they leave out.
+
+    >>> from latencykernel.scenarios import Scenarios
+    >>> s = Scenarios.Gpt2XlChatDecodeBatchesH100
+    >>> str(s.weights.units)
+    'GB'
+
+Every output is declared with its equation, assumptions and exclusions
+(``KvDecodeBatchScenario.step_time.equation``); ``latencykernel explain NAME`` prints them
+with the values. ``decode_batch(kernel, context_tokens, batch_sizes)`` answers the same
+decode questions with the calibrated kernel.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from latencykernel.scenarios.errors import (
+    NotApplicableError,
+    ScenarioInputError,
+    UnknownPrecisionError,
+    UnknownScenarioError,
+)
+from latencykernel.scenarios.hardware import Hardware
+from latencykernel.scenarios.kv_decode import KvDecodeBatchScenario, MoeKvDecodeBatchScenario
+from latencykernel.scenarios.metadata import Formula, evaluate_equation, output
+from latencykernel.scenarios.named import LEFT_OUT, Scenarios
+from latencykernel.scenarios.units import Q_, ureg
+from latencykernel.scenarios.workloads import KvGeometry, Workload
+
+__all__ = [
+    "Scenarios",
+    "KvDecodeBatchScenario",
+    "MoeKvDecodeBatchScenario",
+    "Workload",
+    "KvGeometry",
+    "Hardware",
+    "Formula",
+    "output",
+    "evaluate_equation",
+    "decode_batch",
+    "LEFT_OUT",
+    "Q_",
+    "ureg",
+    "ScenarioInputError",
+    "UnknownPrecisionError",
+    "UnknownScenarioError",
+    "NotApplicableError",
+]
+
+
+def decode_batch(kernel: Any, context_tokens: int, batch_sizes: Any = (1, 8, 32, 64, 128), **kwargs: Any) -> Any:
+    """The calibrated answer to KvDecodeBatchScenario's questions (see ``bridge``)."""
+    from latencykernel.scenarios.bridge import decode_batch as _decode_batch
+
+    return _decode_batch(kernel, context_tokens, batch_sizes, **kwargs)

@@ -1,0 +1,280 @@
+"""Accelerators as the scenarios see them: bandwidth, capacity and named peak rates.
+
+Two sources, one type:
+
+* ``Hardware.catalog("h100")``: the chip document of the shared catalog (the same one the
+  kernel prices with): ``BwPeakTBs``, ``MemoryGiB``, ``TFlopsPeak`` (dense BF16),
+  ``TFlopsFP8``, ``TFlopsNVFP4``, ``IntraNodeBwGBps``.
+* ``Hardware.recorded("H100")``: the figures mlsysim 0.3.0 registers for a device, as its
+  golden file records them. Named scenarios that reproduce mlsysim use these, and say so.
+
+A precision key the device lacks is an ``UnknownPrecisionError`` that lists the keys it has.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pint
+
+from latencykernel.scenarios.errors import UnknownPrecisionError, UnknownScenarioError
+from latencykernel.scenarios.units import Q_
+
+__all__ = ["Hardware", "RECORDED_HARDWARE"]
+
+_MLSYSIM = "mlsysim 0.3.0 registry {ref}, as recorded in mlsysim-golden.json"
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """One accelerator (or one device's memory system and arithmetic peaks).
+
+    memory_bandwidth: registered peak memory bandwidth, in the unit it was stated in
+    memory_capacity:  registered memory, in the unit it was stated in (binary GiB for HBM)
+    peaks:            precision key -> peak FLOP/s (dense unless the key says sparse)
+    headline_peak:    the device's unnamed headline peak (mlsysim's ``peak_flops``; the
+                      catalog's ``TFlopsPeak``), used when no precision is named
+    link_bandwidth:   intra-node interconnect, one direction, per device (``None``: not stated)
+    source:           where the figures come from
+    """
+
+    name: str
+    memory_bandwidth: pint.Quantity
+    memory_capacity: pint.Quantity
+    peaks: tuple[tuple[str, pint.Quantity], ...]
+    headline_peak: pint.Quantity | None
+    source: str
+    catalog_name: str | None = None
+    link_bandwidth: pint.Quantity | None = None
+    extra: tuple[tuple[str, Any], ...] = field(default=(), compare=False)
+
+    # ---------------------------------------------------------------- floats (SI) for the cores
+    @property
+    def bandwidth_bytes_per_s(self) -> float:
+        return float(self.memory_bandwidth.to("B/s").magnitude)
+
+    @property
+    def capacity_bytes(self) -> float:
+        return float(self.memory_capacity.to("B").magnitude)
+
+    @property
+    def precision_keys(self) -> tuple[str, ...]:
+        return tuple(k for k, _ in self.peaks)
+
+    def peak(self, key: str | None, *, argument: str = "peak_precision") -> pint.Quantity:
+        """Peak FLOP/s at precision ``key`` (``None``: the headline peak)."""
+        if key is None:
+            if self.headline_peak is None:
+                raise UnknownPrecisionError(
+                    f"{argument}=None: {self.name} states no headline peak; name one of its "
+                    f"precisions: {', '.join(self.precision_keys) or 'none registered'}",
+                    argument=argument,
+                    value=None,
+                    available=self.precision_keys,
+                )
+            return self.headline_peak
+        for k, v in self.peaks:
+            if k == key:
+                return v
+        have = ", ".join(self.precision_keys) or "none"
+        raise UnknownPrecisionError(
+            f"{argument}={key!r}: {self.name} registers no peak at that precision; it has: {have}",
+            argument=argument,
+            value=key,
+            available=self.precision_keys,
+        )
+
+    def peak_flops_per_s(self, key: str | None, *, argument: str = "peak_precision") -> float:
+        return float(self.peak(key, argument=argument).to("flop/s").magnitude)
+
+    def __str__(self) -> str:
+        return self.name
+
+    # ---------------------------------------------------------------- constructors
+    @classmethod
+    def catalog(cls, chip_name: str, repos: Any = None) -> "Hardware":
+        """The shared catalog's chip ``chip_name`` (``h100``, ``b200``, ...)."""
+        from latencykernel.documents.chip import load_chip  # lazy: the catalog layer
+        from latencykernel.repos import Repos
+
+        repos = repos if repos is not None else Repos.default()
+        chip = load_chip(repos.chip_path(chip_name))
+        return cls.from_chip(chip, catalog_name=chip_name)
+
+    @classmethod
+    def from_chip(cls, chip: Any, catalog_name: str | None = None) -> "Hardware":
+        """Adapt a catalog ``Chip`` document.
+
+        Keys: ``bf16_dense`` and ``fp16_dense`` are ``TFlopsPeak`` (the datasheet's dense
+        16-bit tensor rate, the same for FP16 and BF16 on these parts); ``fp8_dense`` is
+        ``TFlopsFP8``; ``nvfp4_dense`` is ``TFlopsNVFP4``; each only when stated.
+        """
+        peaks: list[tuple[str, pint.Quantity]] = []
+        tf = getattr(chip, "TFlopsPeak", None)
+        if tf:
+            peaks += [("bf16_dense", Q_(float(tf), "TFLOPs/s")), ("fp16_dense", Q_(float(tf), "TFLOPs/s"))]
+        fp8 = getattr(chip, "TFlopsFP8", None)
+        if fp8:
+            peaks.append(("fp8_dense", Q_(float(fp8), "TFLOPs/s")))
+        fp4 = getattr(chip, "TFlopsNVFP4", None)
+        if fp4:
+            peaks.append(("nvfp4_dense", Q_(float(fp4), "TFLOPs/s")))
+        link = getattr(chip, "IntraNodeBwGBps", None)
+        name = str(getattr(chip, "name", None) or catalog_name or "chip")
+        return cls(
+            name=name,
+            memory_bandwidth=Q_(float(chip.BwPeakTBs), "TB/s"),
+            memory_capacity=Q_(float(chip.MemoryGiB), "GiB"),
+            peaks=tuple(peaks),
+            headline_peak=Q_(float(tf), "TFLOPs/s") if tf else None,
+            source=f"shared catalog chip {catalog_name or name!r} (datasheet figures)",
+            catalog_name=catalog_name,
+            link_bandwidth=Q_(float(link), "GB/s") if link else None,
+        )
+
+    @classmethod
+    def recorded(cls, key: str) -> "Hardware":
+        """The device mlsysim 0.3.0 registers as ``Hardware.*.<key>`` (``H100``, ``H200``, ...)."""
+        try:
+            return RECORDED_HARDWARE[key]
+        except KeyError:
+            raise UnknownScenarioError(
+                f"no recorded hardware {key!r}; recorded: {', '.join(sorted(RECORDED_HARDWARE))}"
+            ) from None
+
+
+def _rec(
+    key: str,
+    ref: str,
+    name: str,
+    bw: str,
+    cap: str,
+    peaks: dict[str, str],
+    headline: str | None,
+    catalog: str | None,
+    link: str | None = None,
+) -> tuple[str, Hardware]:
+    return key, Hardware(
+        name=name,
+        memory_bandwidth=Q_(bw),
+        memory_capacity=Q_(cap),
+        peaks=tuple((k, Q_(v)) for k, v in peaks.items()),
+        headline_peak=Q_(headline) if headline else None,
+        source=_MLSYSIM.format(ref=ref),
+        catalog_name=catalog,
+        link_bandwidth=Q_(link) if link else None,
+    )
+
+
+# mlsysim's headline ``peak_flops`` (dense FP16 on its GPUs, INT8 on phone NPUs) is kept
+# apart from the named keys: H200 and MI300X register no ``fp16_dense`` key, and asking for
+# it is an error there, as it is in mlsysim (but one that lists the keys they have).
+RECORDED_HARDWARE: dict[str, Hardware] = dict(
+    (
+        _rec(
+            "H100",
+            "Hardware.Cloud.H100",
+            "NVIDIA H100",
+            "3.35 TB/s",
+            "80 GiB",
+            {
+                "tf32": "494.5 TFLOPs/s",
+                "fp16_dense": "989 TFLOPs/s",
+                "fp16_sparse": "1979 TFLOPs/s",
+                "fp8": "1979 TFLOPs/s",
+                "int8": "1979 TOPS",
+                "tf32_sparse": "989 TFLOPs/s",
+                "int8_sparse": "3958 TOPS",
+                "fp32": "67 TFLOPs/s",
+            },
+            "989 TFLOPs/s",
+            "h100",
+            link="450 GB/s",
+        ),
+        _rec(
+            "H100_PCIe",
+            "Hardware.Cloud.H100_PCIe",
+            "NVIDIA H100 PCIe",
+            "2 TB/s",
+            "80 GiB",
+            {"fp16_dense": "756 TFLOPs/s", "fp32": "51 TFLOPs/s"},
+            "756 TFLOPs/s",
+            None,
+        ),
+        _rec(
+            "H200",
+            "Hardware.Cloud.H200",
+            "NVIDIA H200",
+            "4.8 TB/s",
+            "141 GiB",
+            {
+                "tf32": "494 TFLOPs/s",
+                "fp16_sparse": "1979 TFLOPs/s",
+                "fp8": "1979 TFLOPs/s",
+                "int8": "1979 TOPS",
+                "fp32": "67 TFLOPs/s",
+            },
+            "989 TFLOPs/s",
+            "h200",
+        ),
+        _rec(
+            "B200",
+            "Hardware.Cloud.B200",
+            "NVIDIA B200",
+            "8 TB/s",
+            "180 GiB",
+            {
+                "fp32": "75 TFLOPs/s",
+                "tf32": "1125 TFLOPs/s",
+                "fp16_dense": "2250 TFLOPs/s",
+                "fp16_sparse": "4500 TFLOPs/s",
+                "fp8": "4500 TFLOPs/s",
+                "fp4": "9000 TFLOPs/s",
+                "int4": "9000 TOPS",
+            },
+            "2250 TFLOPs/s",
+            "b200",
+        ),
+        _rec(
+            "A100",
+            "Hardware.Cloud.A100",
+            "NVIDIA A100",
+            "2039 GB/s",
+            "80 GiB",
+            {
+                "fp32": "19.5 TFLOPs/s",
+                "tf32": "156 TFLOPs/s",
+                "int8": "624 TOPS",
+                "fp16_dense": "312 TFLOPs/s",
+                "fp16_sparse": "624 TFLOPs/s",
+            },
+            "312 TFLOPs/s",
+            "a100-80",
+        ),
+        _rec(
+            "MI300X",
+            "Hardware.Cloud.MI300X",
+            "AMD MI300X",
+            "5.3 TB/s",
+            "192 GiB",
+            {
+                "fp8": "2614 TFLOPs/s",
+                "int8": "2614 TOPS",
+                "fp32": "163.4 TFLOPs/s",
+            },
+            "1307 TFLOPs/s",
+            None,
+        ),
+        _rec(
+            "iPhone15Pro",
+            "Hardware.Mobile.iPhone15Pro",
+            "iPhone 15 Pro (A17 Pro)",
+            "51.2 GB/s",
+            "8 GiB",
+            {},
+            "35 TOPS",
+            None,
+        ),
+    )
+)

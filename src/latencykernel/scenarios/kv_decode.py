@@ -1,0 +1,410 @@
+"""Batched decode on one accelerator, as a memory-bandwidth floor (mlsysim's contract).
+
+``KvDecodeBatchScenario``: every step reads the weights once and every sequence's full
+cache; the step takes at least (W + B·m) / BW. ``MoeKvDecodeBatchScenario``: the same
+floor when a step reads only the routed experts its batch touches.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import pint
+
+from latencykernel.scenarios import registry
+from latencykernel.scenarios.base import InputDoc, Scenario
+from latencykernel.scenarios.errors import ScenarioInputError
+from latencykernel.scenarios.hardware import Hardware
+from latencykernel.scenarios.metadata import output
+from latencykernel.scenarios.named import register
+from latencykernel.scenarios.units import Q_, as_quantity, count, fraction, nonnegative_int, quantity
+from latencykernel.scenarios.workloads import Workload
+
+__all__ = ["KvDecodeBatchScenario", "MoeKvDecodeBatchScenario", "TPOT_SAMPLES"]
+
+# TPOT budgets ``explain`` and the docs evaluate ``max_batch_within`` at.
+TPOT_SAMPLES: tuple[float, ...] = (1.0, 5.0, 20.0, 50.0, 100.0)  # ms
+
+
+def _batch_samples(s: "KvDecodeBatchScenario") -> list[dict[str, Any]]:
+    return [{"batch_size": b} for b in s.batch_sizes]
+
+
+def _tpot_samples(_s: "KvDecodeBatchScenario") -> list[dict[str, Any]]:
+    return [{"tpot": Q_(t, "ms")} for t in TPOT_SAMPLES]
+
+
+_FULL_CACHE = "every sequence reads a full cache of context_tokens tokens"
+_PEAK_BW = "memory moves at the registered peak bandwidth (no sustained-efficiency derate)"
+_NO_COMPUTE = "decode compute (linear layers and attention FLOPs)"
+_NO_OVERHEAD = "collectives, kernel launches and host overhead"
+
+
+@dataclass(frozen=True, kw_only=True)
+class KvDecodeBatchScenario(Scenario):
+    """Batched decode on one accelerator when every sequence also reads its own KV cache."""
+
+    workload: Workload
+    hardware: Hardware
+    weight_bytes_per_param: pint.Quantity
+    kv_bytes_per_value: pint.Quantity
+    context_tokens: int
+    batch_sizes: tuple[int, ...]
+    prompt_tokens: int
+    prefill_efficiency: float
+    peak_precision: str = "fp16_dense"
+
+    family: ClassVar[str] = "kv_decode"
+    mlsysim_type: ClassVar[str | None] = "KvDecodeBatchScenario"
+    summary: ClassVar[str] = (
+        "Batched decode on one accelerator when every sequence also reads its own KV cache: "
+        "a memory-bandwidth floor on the step time."
+    )
+    equation: ClassVar[str] = (
+        "Each step reads W + B·m bytes (weights once, a full cache per sequence): "
+        "t_step(B) = (W + B·m) / BW, rate = B / t_step → BW / m as caches dominate; "
+        "a TPOT t caps B at floor((t·BW − W) / m), memory M at floor((M − W) / m)."
+    )
+    assumptions: ClassVar[tuple[str, ...]] = (
+        _FULL_CACHE,
+        "the weights are read once per step for the whole batch",
+        _PEAK_BW,
+    )
+    excludes: ClassVar[tuple[str, ...]] = (
+        _NO_COMPUTE,
+        _NO_OVERHEAD,
+        "activation and workspace memory",
+        "sequences at different lengths (continuous batching averages about half the cache)",
+        "MoE sparsity: every expert is read (MoeKvDecodeBatchScenario reads the touched ones)",
+    )
+    inputs_doc: ClassVar[tuple[InputDoc, ...]] = (
+        InputDoc("workload", "Workload | str", "the model (KV geometry, parameters, FLOPs per token)"),
+        InputDoc("hardware", "Hardware | str", "the accelerator (bandwidth, capacity, peaks)"),
+        InputDoc("weight_bytes_per_param", "Quantity [B or B/param]", "storage width of one weight"),
+        InputDoc("kv_bytes_per_value", "Quantity [B]", "storage width of one cached K, V or latent element"),
+        InputDoc("context_tokens", "int [tokens] ≥ 1", "tokens cached per sequence (every sequence full)"),
+        InputDoc("batch_sizes", "list[int] ≥ 0", "batches to report"),
+        InputDoc("prompt_tokens", "int [tokens] ≥ 0", "prompt length for the prefill estimate"),
+        InputDoc("prefill_efficiency", "float in (0, 1]", "fraction of peak FLOP/s prefill sustains"),
+        InputDoc("peak_precision", "str", "precision key of the hardware peak prefill runs at"),
+    )
+    examples: ClassVar[tuple[str, ...]] = (
+        "from latencykernel.scenarios import Scenarios",
+        "s = Scenarios.Gpt2XlChatDecodeBatchesH100",
+        "str(s.weights.units)",
+        "print(f'{s.step_time(8):.4f~P}')",
+        "print(f'{s.token_rate(128):.1f~P}')",
+        "s.max_batch_within('20 ms'), s.max_batch_in_memory",
+    )
+
+    # ------------------------------------------------------------------ validation
+    def _validate(self) -> None:
+        w = registry.workload(self.workload)
+        kv = w.require_kv("workload")
+        h = registry.hardware(self.hardware)
+        wb = as_quantity("weight_bytes_per_param", self.weight_bytes_per_param, "B", per="param", positive=True)
+        kb = as_quantity("kv_bytes_per_value", self.kv_bytes_per_value, "B", positive=True)
+        ctx = count("context_tokens", self.context_tokens, "token", minimum=1)
+        if isinstance(self.batch_sizes, (str, bytes)) or not hasattr(self.batch_sizes, "__iter__"):
+            raise ScenarioInputError(
+                f"batch_sizes={self.batch_sizes!r} must be a list of ints", argument="batch_sizes", value=self.batch_sizes
+            )
+        batches = tuple(nonnegative_int("batch_sizes", b) for b in self.batch_sizes)
+        prompt = count("prompt_tokens", self.prompt_tokens, "token", minimum=0)
+        eff = fraction("prefill_efficiency", self.prefill_efficiency)
+        if not isinstance(self.peak_precision, str):
+            raise ScenarioInputError(
+                f"peak_precision={self.peak_precision!r} must be a precision key (a str)",
+                argument="peak_precision",
+                value=self.peak_precision,
+            )
+        for name, value in (
+            ("workload", w),
+            ("hardware", h),
+            ("weight_bytes_per_param", wb),
+            ("kv_bytes_per_value", kb),
+            ("context_tokens", ctx),
+            ("batch_sizes", batches),
+            ("prompt_tokens", prompt),
+            ("prefill_efficiency", eff),
+        ):
+            self._set(name, value)
+        # The float core: SI magnitudes, computed once.
+        kv_token = kv.bytes_per_token(float(kb.to("B").magnitude))
+        self._set("_W", w.n_parameters * float(wb.to("B/param").magnitude))
+        self._set("_m", kv_token * ctx)
+        self._set("_kv_token", kv_token)
+        self._set("_bw", h.bandwidth_bytes_per_s)
+        self._set("_cap", h.capacity_bytes)
+
+    def symbols(self) -> dict[str, Any]:
+        s = super().symbols()
+        s.update(
+            context_tokens=Q_(self.context_tokens, "token"),
+            prompt_tokens=Q_(self.prompt_tokens, "token"),
+            token=Q_(1, "token"),
+        )
+        return s
+
+    # ------------------------------------------------------------------ helpers
+    @staticmethod
+    def _b(batch_size: Any) -> int:
+        return nonnegative_int("batch_size", batch_size)
+
+    @staticmethod
+    def _tpot_s(tpot: Any) -> float:
+        return float(as_quantity("tpot", tpot, "s", nonnegative=True).to("s").magnitude)
+
+    def _weights_read(self, b: int) -> float:
+        """Weight bytes one step over ``b`` sequences reads."""
+        return self._W  # type: ignore[attr-defined,no-any-return]
+
+    def _step_bytes(self, b: int) -> float:
+        return self._weights_read(b) + b * self._m  # type: ignore[attr-defined,no-any-return]
+
+    def _peak(self) -> float:
+        return self.hardware.peak_flops_per_s(self.peak_precision)
+
+    # ------------------------------------------------------------------ properties
+    @output(
+        equation="workload.parameters * weight_bytes_per_param",
+        unit="GB",
+        assumptions=("parameters as the workload's basis states them (see sources)",),
+        excludes=("quantization scales and zero points",),
+    )
+    def weights(self) -> pint.Quantity:
+        """Resident model weights in decimal GB at the selected bytes per parameter."""
+        return quantity(self._W, "B", "GB")  # type: ignore[attr-defined]
+
+    @output(
+        equation="workload.kv_bytes_per_token(kv_bytes_per_value) * token",
+        unit="B",
+        assumptions=(
+            "the model's real cache geometry: K and V per KV head (MHA/GQA/MQA), one latent vector for MLA",
+        ),
+        excludes=("paging: a cache allocated in whole blocks holds up to a block more",),
+    )
+    def kv_per_token(self) -> pint.Quantity:
+        """Single-request KV-cache bytes per context token from the workload's cache geometry."""
+        return Q_(self._kv_token, "B")  # type: ignore[attr-defined]
+
+    @output(
+        equation="workload.kv_bytes_per_token(kv_bytes_per_value) * context_tokens",
+        unit="MB",
+        assumptions=(_FULL_CACHE,),
+    )
+    def kv_per_sequence(self) -> pint.Quantity:
+        """Single-request cache in decimal MB at the fixed full context length."""
+        return quantity(self._m, "B", "MB")  # type: ignore[attr-defined]
+
+    @output(equation="hardware.memory_bandwidth", unit=None, returns="quantity", assumptions=(_PEAK_BW,))
+    def bandwidth(self) -> pint.Quantity:
+        """Registered device memory bandwidth, without a sustained-efficiency adjustment (in the unit the hardware states)."""
+        return self.hardware.memory_bandwidth
+
+    @output(equation="bandwidth / kv_per_sequence", unit="1/s", assumptions=(_FULL_CACHE, _PEAK_BW))
+    def rate_ceiling(self) -> pint.Quantity:
+        """Aggregate tokens per second approached when cache traffic dominates the memory step."""
+        return Q_(self._bw / self._m, "1/s")  # type: ignore[attr-defined]
+
+    @output(
+        equation="floor((hardware.memory_capacity - weights) / kv_per_sequence)",
+        returns="int",
+        assumptions=("all of the registered memory holds weights and caches",),
+        excludes=("activations, workspaces, CUDA graphs and the runtime's reserve",),
+    )
+    def max_batch_in_memory(self) -> int:
+        """Integer weight-plus-cache capacity ceiling; negative values indicate weights already exceed capacity."""
+        return math.floor((self._cap - self._W) / self._m)  # type: ignore[attr-defined]
+
+    @output(equation="hardware.peak(peak_precision)", unit=None, returns="quantity",
+            assumptions=("the registered peak, with no efficiency adjustment",))
+    def peak_rate(self) -> pint.Quantity:
+        """Registered FLOP/s at the requested precision key, with no efficiency adjustment."""
+        return self.hardware.peak(self.peak_precision)
+
+    @output(equation="peak_rate / bandwidth", unit="flop/B")
+    def ridge(self) -> pint.Quantity:
+        """Peak compute divided by memory bandwidth in FLOP/byte."""
+        return Q_(self._peak() / self._bw, "flop/B")  # type: ignore[attr-defined]
+
+    @output(
+        equation="workload.flops_per_token * prompt_tokens",
+        unit="flop",
+        assumptions=("2 FLOPs per active parameter per prompt token",),
+        excludes=("attention over the prompt (the quadratic term)",),
+    )
+    def prefill_ops(self) -> pint.Quantity:
+        """Prompt FLOPs from the workload's per-token forward count, without context-dependent attention work."""
+        return Q_(2.0 * self.workload.n_active_parameters * self.prompt_tokens, "flop")
+
+    @output(
+        equation="prefill_ops / (peak_rate * prefill_efficiency)",
+        unit="ms",
+        assumptions=("prefill is compute-bound at prefill_efficiency of the peak",),
+        excludes=("weight and cache traffic", _NO_OVERHEAD),
+    )
+    def prefill_time(self) -> pint.Quantity:
+        """Compute-only prompt milliseconds at the declared fraction of registered peak FLOP/s."""
+        ops = 2.0 * self.workload.n_active_parameters * self.prompt_tokens
+        return quantity(ops / (self._peak() * self.prefill_efficiency), "s", "ms")
+
+    # ------------------------------------------------------------------ methods
+    @output(equation="weights + batch_size * kv_per_sequence", unit="GB", samples=_batch_samples,
+            assumptions=(_FULL_CACHE, "weights read once per step"))
+    def step_bytes(self, batch_size: int) -> pint.Quantity:
+        """Decimal GB read per decode step: weights once plus a full cache per active sequence."""
+        return quantity(self._step_bytes(self._b(batch_size)), "B", "GB")
+
+    @output(
+        equation="step_bytes(batch_size) / bandwidth",
+        unit="ms",
+        samples=_batch_samples,
+        assumptions=(_PEAK_BW,),
+        excludes=(_NO_COMPUTE, _NO_OVERHEAD),
+    )
+    def step_time(self, batch_size: int) -> pint.Quantity:
+        """Memory-transfer floor in milliseconds; compute and launch costs are excluded."""
+        return quantity(self._step_bytes(self._b(batch_size)) / self._bw, "s", "ms")  # type: ignore[attr-defined]
+
+    @output(equation="batch_size / step_time(batch_size)", unit="1/s", samples=_batch_samples,
+            assumptions=("one output token per sequence per step",))
+    def token_rate(self, batch_size: int) -> pint.Quantity:
+        """Aggregate tokens per second from one output token per sequence per modeled memory step."""
+        b = self._b(batch_size)
+        return Q_(b * self._bw / self._step_bytes(b), "1/s")  # type: ignore[attr-defined]
+
+    @output(equation="batch_size * kv_per_sequence / step_bytes(batch_size)", returns="float", samples=_batch_samples)
+    def cache_share(self, batch_size: int) -> float:
+        """Fraction of modeled step bytes attributable to KV reads rather than weights."""
+        b = self._b(batch_size)
+        return b * self._m / self._step_bytes(b)  # type: ignore[attr-defined,no-any-return]
+
+    @output(
+        equation="floor((tpot * bandwidth - weights) / kv_per_sequence)",
+        returns="int",
+        samples=_tpot_samples,
+        assumptions=(_FULL_CACHE, _PEAK_BW),
+        excludes=("the memory ceiling (compare max_batch_in_memory)", _NO_COMPUTE, _NO_OVERHEAD),
+    )
+    def max_batch_within(self, tpot: Any) -> int:
+        """Integer batch ceiling from the TPOT memory budget; negative values indicate no feasible positive batch."""
+        return math.floor((self._tpot_s(tpot) * self._bw - self._W) / self._m)  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, kw_only=True)
+class MoeKvDecodeBatchScenario(KvDecodeBatchScenario):
+    """The decode floor of a mixture-of-experts model when a step reads only the experts its batch touches."""
+
+    family: ClassVar[str] = "kv_decode"
+    mlsysim_type: ClassVar[str | None] = None
+    summary: ClassVar[str] = (
+        "KvDecodeBatchScenario for a mixture-of-experts model, reading per step the dense weights and "
+        "only the routed experts the batch touches (all experts stay resident)."
+    )
+    equation: ClassVar[str] = (
+        "Step bytes = W_dense + E·(1 − (1 − k/E)^B)·w_expert + B·m: each of B sequences routes its token "
+        "to k of E experts per layer; the expected number of distinct experts read grows towards E."
+    )
+    assumptions: ClassVar[tuple[str, ...]] = KvDecodeBatchScenario.assumptions + (
+        "uniform, independent routing (no expert popularity skew)",
+        "all routed experts the same size; shared experts and attention count as dense",
+    )
+    excludes: ClassVar[tuple[str, ...]] = tuple(
+        e for e in KvDecodeBatchScenario.excludes if not e.startswith("MoE sparsity")
+    ) + ("routing imbalance and expert-parallel all-to-all",)
+    examples: ClassVar[tuple[str, ...]] = (
+        "from latencykernel.scenarios import MoeKvDecodeBatchScenario, Scenarios",
+        "s = MoeKvDecodeBatchScenario.from_scenario(Scenarios.Gpt2XlChatDecodeBatchesH100.variant(workload='Mixtral_8x7B'))",
+        "print(f'{s.weights_read(1):.2f~P}', f'{s.weights_read(64):.2f~P}', f'{s.weights:.2f~P}')",
+    )
+
+    def _validate(self) -> None:
+        super()._validate()
+        if self.workload.experts is None:
+            raise ScenarioInputError(
+                f"workload={self.workload.name} routes no experts; use KvDecodeBatchScenario",
+                argument="workload",
+                value=self.workload.name,
+            )
+        w = self.workload
+        dense, per_expert = w.experts.split(w.n_parameters, w.n_active_parameters)  # type: ignore[union-attr]
+        bpp = float(self.weight_bytes_per_param.to("B/param").magnitude)
+        self._set("_dense", dense * bpp)
+        self._set("_expert", per_expert * bpp)
+
+    @classmethod
+    def from_scenario(cls, scenario: KvDecodeBatchScenario) -> "MoeKvDecodeBatchScenario":
+        """The touched-experts variant of a ``KvDecodeBatchScenario``."""
+        return cls(**scenario.inputs(), name=scenario.name, description=scenario.description, sources=scenario.sources)
+
+    def _weights_read(self, b: int) -> float:
+        return self._dense + self.workload.experts.touched(b) * self._expert  # type: ignore[attr-defined,union-attr,no-any-return]
+
+    @output(
+        equation="workload.weights_read(weight_bytes_per_param, batch_size)",
+        unit="GB",
+        samples=_batch_samples,
+        assumptions=("uniform, independent routing", "equal-sized routed experts"),
+    )
+    def weights_read(self, batch_size: int) -> pint.Quantity:
+        """Weight bytes one step reads: the dense part plus the expected distinct routed experts the batch touches."""
+        return quantity(self._weights_read(self._b(batch_size)), "B", "GB")
+
+    @output(equation="weights_read(batch_size) + batch_size * kv_per_sequence", unit="GB", samples=_batch_samples,
+            assumptions=(_FULL_CACHE, "only touched experts are read"))
+    def step_bytes(self, batch_size: int) -> pint.Quantity:
+        """Decimal GB read per decode step: dense weights, the experts the batch touches, and a full cache per sequence."""
+        return quantity(self._step_bytes(self._b(batch_size)), "B", "GB")
+
+    @output(
+        equation="largest_batch(lambda b: step_time(b) <= tpot, floor((tpot * bandwidth - weights_read(1)) / kv_per_sequence))",
+        returns="int",
+        samples=_tpot_samples,
+        assumptions=(_FULL_CACHE, _PEAK_BW, "step time grows with the batch"),
+        excludes=("the memory ceiling (compare max_batch_in_memory)", _NO_COMPUTE, _NO_OVERHEAD),
+    )
+    def max_batch_within(self, tpot: Any) -> int:
+        """Largest batch whose step fits the TPOT; when not even one sequence fits, the (non-positive) floor at batch 1."""
+        t = self._tpot_s(tpot)
+        budget = t * self._bw  # type: ignore[attr-defined]
+        if self._step_bytes(1) > budget:
+            return math.floor((budget - self._weights_read(1)) / self._m)  # type: ignore[attr-defined]
+        lo = 1
+        hi = max(2, math.floor((budget - self._dense) / self._m) + 1)  # type: ignore[attr-defined]
+        while hi - lo > 1:  # step bytes grow with b: the largest b with bytes <= budget
+            mid = (lo + hi) // 2
+            if self._step_bytes(mid) <= budget:
+                lo = mid
+            else:
+                hi = mid
+        return lo
+
+
+# ---------------------------------------------------------------------------- named scenarios
+@register("Gpt2XlChatDecodeBatchesH100")
+def _gpt2_xl_chat_decode_batches_h100() -> KvDecodeBatchScenario:
+    return KvDecodeBatchScenario(
+        key="Gpt2XlChatDecodeBatchesH100",
+        name="GPT-2 XL chat decode batches on one H100 with full 1,024-token contexts",
+        description=(
+            "FP16 weights read once per step; every sequence reads its own FP16 cache (no grouped-query "
+            "sharing); a 512-token prompt prefilled at 40 percent of the dense FP16 peak."
+        ),
+        sources=(
+            "workload: GPT-2 XL as mlsysim 0.3.0 records it: 1.5 B parameters (nominal; its graph counts "
+            "1.56 B), 48 layers, 25 heads of 64 (MHA)",
+            "hardware: NVIDIA H100 as mlsysim 0.3.0 records it: 3.35 TB/s, 80 GiB, 989 TFLOP/s dense FP16",
+        ),
+        workload=Workload.recorded("GPT2"),
+        hardware=Hardware.recorded("H100"),
+        weight_bytes_per_param=Q_(2, "B"),
+        kv_bytes_per_value=Q_(2, "B"),
+        context_tokens=1024,
+        batch_sizes=(1, 8, 32, 64, 128),
+        prompt_tokens=512,
+        prefill_efficiency=0.4,
+        peak_precision="fp16_dense",
+    )

@@ -1,0 +1,178 @@
+"""The named scenarios: ``Scenarios.Gpt2XlChatDecodeBatchesH100`` and friends.
+
+Each family module registers builders with ``@register(key, type_name)``; a scenario is
+built on first access and kept (scenarios are immutable). ``LEFT_OUT`` lists the serving
+and LLM-inference scenarios of mlsysim's golden file we do not provide, with the reason;
+the docs index is generated from both.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable, Iterator
+
+from latencykernel.scenarios.errors import UnknownScenarioError
+
+__all__ = ["Scenarios", "register", "NAMED", "LEFT_OUT", "FAMILIES"]
+
+# Family modules, in docs order. Each registers its named scenarios on import.
+FAMILIES: tuple[str, ...] = (
+    "kv_decode",
+    "decode_floor",
+    "weight_read",
+    "kv_footprint",
+    "experts",
+    "prefill",
+    "speculative",
+    "batching",
+    "context",
+)
+
+NAMED: dict[str, tuple[str, Callable[[], Any]]] = {}
+_BUILT: dict[str, Any] = {}
+
+
+def register(key: str) -> Callable[[Callable[[], Any]], Callable[[], Any]]:
+    """Register ``builder`` as the named scenario ``key`` (its module is its family)."""
+
+    def wrap(builder: Callable[[], Any]) -> Callable[[], Any]:
+        if key in NAMED:
+            raise ValueError(f"named scenario {key!r} registered twice")
+        NAMED[key] = (builder.__module__.rsplit(".", 1)[-1], builder)
+        return builder
+
+    return wrap
+
+
+def _load() -> None:
+    for fam in FAMILIES:
+        importlib.import_module(f"latencykernel.scenarios.{fam}")
+
+
+def get(key: str) -> Any:
+    """The named scenario ``key``."""
+    if key not in NAMED:
+        _load()
+    if key in _BUILT:
+        return _BUILT[key]
+    try:
+        _family, builder = NAMED[key]
+    except KeyError:
+        close = [k for k in NAMED if k.lower().startswith(key.lower()[:6])][:5]
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        left = f" (mlsysim's {key} is left out: {LEFT_OUT[key][1]})" if key in LEFT_OUT else ""
+        raise UnknownScenarioError(f"no named scenario {key!r}{left}{hint}") from None
+    scenario = builder()
+    _BUILT[key] = scenario
+    return scenario
+
+
+def keys() -> list[str]:
+    """Every named scenario key, by family then registration order."""
+    _load()
+    order = {f: i for i, f in enumerate(FAMILIES)}
+    return sorted(NAMED, key=lambda k: (order.get(NAMED[k][0], 99), list(NAMED).index(k)))
+
+
+class _ScenariosMeta(type):
+    def __getattr__(cls, key: str) -> Any:
+        if key.startswith("_"):
+            raise AttributeError(key)
+        try:
+            return get(key)
+        except UnknownScenarioError as e:
+            raise AttributeError(str(e)) from None
+
+    def __dir__(cls) -> list[str]:
+        return sorted(set(super().__dir__()) | set(keys()))
+
+    def __iter__(cls) -> Iterator[str]:
+        return iter(keys())
+
+    def __contains__(cls, key: object) -> bool:
+        return isinstance(key, str) and (key in NAMED or (_load() is None and key in NAMED))
+
+
+class Scenarios(metaclass=_ScenariosMeta):
+    """Named scenarios, built on first access: ``Scenarios.Gpt2XlChatDecodeBatchesH100``.
+
+    ``list(Scenarios)`` gives every key; ``Scenarios.get(key)`` looks one up by name.
+    """
+
+    get = staticmethod(get)
+    keys = staticmethod(keys)
+
+
+# mlsysim golden-file scenarios we leave out: key -> (mlsysim type, reason).
+_SERVING_MODEL = (
+    "its ServingModel counts prefill attention as full-square (twice the causal FLOPs), takes head_dim "
+    "from hidden // heads, and adds a fixed layers x 0.01 ms 'framework tax'; "
+    "latencykernel.scenarios.decode_batch answers the question with the calibrated kernel instead"
+)
+_VISION_ROOFLINE = (
+    "a vision roofline whose latency is dominated by a per-device 'dispatch tax' constant with no "
+    "measurement behind it, and whose energy uses TDP; not LLM serving, and the shared hardware "
+    "registry carries neither figure"
+)
+_UNRECORDED = "it is built on a nested scenario ({}) whose inputs the golden file does not record, so its values cannot be checked"
+_DEFERRED = "sound arithmetic, not yet ported (deferred: {})"
+
+LEFT_OUT: dict[str, tuple[str, str]] = {
+    "Llama3_70B_ServingH100": ("ServingScenario", _SERVING_MODEL),
+    "Llama3_8BInt4ChatServiceH100": (
+        "SingleAcceleratorLlmServiceScenario",
+        "its TPOT adds the same uncalibrated layers x 0.01 ms dispatch tax and its TTFT comes from "
+        "ServingModel (full-square attention); outputs mix seconds and milliseconds. The bridge "
+        "(decode_batch) gives the calibrated TPOT",
+    ),
+    "MobileNetV2PhoneBatch1": ("SingleNodeInferenceScenario", _VISION_ROOFLINE),
+    "ResNet50A100Batch1": ("SingleNodeInferenceScenario", _VISION_ROOFLINE),
+    "ResNet50Batch1H100Fp16PeakRate": ("SingleNodeInferenceScenario", _VISION_ROOFLINE),
+    "ResNet50Batch1H100Int8PeakRate": ("SingleNodeInferenceScenario", _VISION_ROOFLINE),
+    "ResNet50PhoneNpuBatch1": ("SingleNodeInferenceScenario", _VISION_ROOFLINE),
+    "SmartDoorbellFrame": ("SingleNodeInferenceScenario", _VISION_ROOFLINE),
+    "ChatbotServing": (
+        "Scenario",
+        "the generic pre-scenario API compares a per-token decode latency with a 500 ms TTFT target "
+        "(a category mismatch), through the same ServingModel",
+    ),
+    "MobileAssistant": ("Scenario", "the generic pre-scenario API; same category mismatch as ChatbotServing"),
+    "ChatbotSharedSystemPrompt": (
+        "PrefixSharingScenario",
+        "its KV width is typed by hand (8192 = 64 heads x 128) while Llama-2-70B caches 8 KV heads: "
+        "the cache is overstated 8x, and reproducing it would need a second KV formula beside the "
+        "kernel's. KvFootprintScenario sizes shared and unshared caches from the real geometry",
+    ),
+    "Llama3_70B_ReplicaDecodeBudget": (
+        "DecodeBudgetScenario",
+        "a constructed step split into invented shares (GEMM 40 %, attention 24 %, ...); the "
+        "calibrated kernel's per-resource step breakdown answers the question with measured coefficients",
+    ),
+    "SerialRepairEpisodeSpeculation": ("SpeculativeEpisodeScenario", _UNRECORDED.format("SerialRepairEpisode")),
+    "RepairCohortTokenPriceComparison": (
+        "TokenPriceComparisonScenario",
+        _UNRECORDED.format("FrontierModelRepairCohort, LowTokenPriceRepairCohort"),
+    ),
+    "ServingConsolidationA100": (
+        "ServingConsolidationScenario",
+        "its large_weights comes out in 'B·param' (bytes per parameter times parameters left "
+        "unreduced: a unit error) and it budgets memory in branded decimal GB while the same "
+        "device is binary GiB elsewhere",
+    ),
+    "CappedRequestsPagedAllocation": ("PagedAllocationScenario", _DEFERRED.format("agent KV residency family")),
+    "ForkedCandidatesPrefixCopy": ("KvForkCopyScenario", _DEFERRED.format("agent KV residency family")),
+    "RepairBlockSharingResidency": ("KvBlockSharingScenario", _DEFERRED.format("agent KV residency family")),
+    "RepairAgentResidency": ("KvResidencyArchetypeScenario", _DEFERRED.format("agent KV residency family")),
+    "SupportAgentResidency": ("KvResidencyArchetypeScenario", _DEFERRED.format("agent KV residency family")),
+    "RepairToolWaitPausedState": ("PausedKvStateScenario", _DEFERRED.format("agent KV residency family")),
+    "AttentionScores4096TokensFp32": ("AttentionTilingScenario", _DEFERRED.format("attention kernels family")),
+    "H100RingAttentionChunk": ("RingAttentionScenario", _DEFERRED.format("attention kernels family")),
+    "ResNet50BatchOneVersusEightCostH100": ("BatchServingCostScenario", _DEFERRED.format("serving economics family")),
+    "ResNet50CloudInstanceCost": ("ServingInstanceCostScenario", _DEFERRED.format("serving economics family")),
+    "InteractiveRequestServingTax": ("ServingTaxScenario", _DEFERRED.format("serving economics family")),
+    "LlmServingFirstYear": ("ServingCostScenario", _DEFERRED.format("serving economics family")),
+    "TenMillionQueriesAgainstLab64Training": ("ServingCrossoverScenario", _DEFERRED.format("serving economics family")),
+    "H100ChatEnergyPerToken": ("TokenEnergyScenario", _DEFERRED.format("serving economics family")),
+    "ResNet50FasterModelAt80PctH100": ("MM1ServiceSpeedupScenario", _DEFERRED.format("queueing family")),
+    "ResNet50FleetPlanH100": ("MM1CapacityPlanScenario", _DEFERRED.format("queueing family")),
+}

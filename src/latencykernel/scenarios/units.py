@@ -1,0 +1,189 @@
+"""The one pint registry of the scenario library, and the checks at its edge.
+
+Every kind of quantity is its own dimension (see ``units.txt``): bytes ([information]),
+FLOPs ([compute]), parameters, tokens, sequences, time, energy, currency. So
+``Q_(1, "GB") + Q_(1, "param")`` raises instead of returning 1.000000000125 GB, and a
+bare number where bytes are expected is refused instead of being read as bits.
+
+Sizes: ``KB MB GB TB`` are decimal (1e3, 1e6, ...), ``KiB MiB GiB TiB`` binary (2**10, ...).
+Quantities print in short form (``str(q.units) == "GB"``).
+
+pint is imported only here and in the rest of ``latencykernel.scenarios``; the top-level
+package never imports this module.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from numbers import Real
+from typing import Any
+
+import pint
+
+from latencykernel.scenarios.errors import ScenarioInputError
+
+__all__ = [
+    "ureg",
+    "Q_",
+    "Quantity",
+    "quantity",
+    "as_quantity",
+    "count",
+    "nonnegative_int",
+    "fraction",
+]
+
+
+def _registry() -> pint.UnitRegistry:
+    with resources.as_file(resources.files("latencykernel.scenarios") / "units.txt") as path:
+        reg = pint.UnitRegistry(str(path), autoconvert_offset_to_baseunit=False)
+    try:  # pint >= 0.24
+        reg.formatter.default_format = "~P"
+    except AttributeError:  # pragma: no cover - older pint
+        reg.default_format = "~P"
+    return reg
+
+
+ureg: pint.UnitRegistry = _registry()
+Q_ = ureg.Quantity
+Quantity = pint.Quantity
+
+# Conversion factors are cached: a float core converts once per unit pair.
+_FACTORS: dict[tuple[str, str], float] = {}
+
+
+def factor(from_unit: str, to_unit: str) -> float:
+    """Multiply a magnitude in ``from_unit`` by this to express it in ``to_unit``."""
+    key = (from_unit, to_unit)
+    f = _FACTORS.get(key)
+    if f is None:
+        f = float(Q_(1.0, from_unit).to(to_unit).magnitude)
+        _FACTORS[key] = f
+    return f
+
+
+def quantity(value_in_base: float, base_unit: str, display_unit: str) -> pint.Quantity:
+    """A float known in ``base_unit`` as a Quantity expressed in ``display_unit``."""
+    return Q_(value_in_base * factor(base_unit, display_unit), display_unit)
+
+
+def as_quantity(
+    argument: str, value: Any, expected: str, *, per: str | None = None, positive: bool = False, nonnegative: bool = False
+) -> pint.Quantity:
+    """``value`` as a Quantity of our registry with the dimension of ``expected``.
+
+    Accepts a pint Quantity (of this or another registry: the unit is re-read here, so a
+    byte from pint's default registry, where bytes are dimensionless, becomes a byte) or a
+    string such as ``"2 B"``. A bare number is refused: it would have no unit.
+
+    ``per``: when given (``"param"``), a value in ``expected`` alone (``2 B``) is read as
+    ``expected / per`` (``2 B/param``); a value already ``expected / per`` is kept.
+    """
+    if isinstance(value, bool) or isinstance(value, Real):
+        raise ScenarioInputError(
+            f"{argument}={value!r} has no unit; write it as a quantity, e.g. "
+            f"Q_({value!r}, {expected!r}) or the string '{value} {expected}'",
+            argument=argument,
+            value=value,
+        )
+    if isinstance(value, str):
+        try:
+            q = Q_(value)
+        except Exception as e:  # pint raises several error types for bad strings
+            raise ScenarioInputError(
+                f"{argument}={value!r} is not a quantity pint can read ({e})", argument=argument, value=value
+            ) from None
+    elif isinstance(value, pint.Quantity):
+        q = value if value._REGISTRY is ureg else Q_(value.magnitude, str(value.units))
+    else:
+        raise ScenarioInputError(
+            f"{argument}={value!r} is a {type(value).__name__}; a quantity in {expected} is expected",
+            argument=argument,
+            value=value,
+        )
+    if not isinstance(q, pint.Quantity):  # Q_("3") is a plain number
+        raise ScenarioInputError(f"{argument}={value!r} has no unit", argument=argument, value=value)
+    target = Q_(1.0, expected)
+    if per is not None and q.dimensionality == target.dimensionality:
+        q = q / Q_(1.0, per)
+    want = target / Q_(1.0, per) if per is not None else target
+    if q.dimensionality != want.dimensionality:
+        shown = f"{expected}/{per}" if per else expected
+        raise ScenarioInputError(
+            f"{argument}={q:~P} has the dimension {q.dimensionality}; it must be convertible to {shown}",
+            argument=argument,
+            value=value,
+        )
+    mag = float(q.magnitude)
+    if (positive and not mag > 0) or (nonnegative and not mag >= 0) or mag != mag:
+        need = "positive" if positive else "at least zero"
+        raise ScenarioInputError(f"{argument}={q:~P} is refused: it must be {need}", argument=argument, value=value)
+    return q
+
+
+def count(argument: str, value: Any, unit: str, *, minimum: int = 0) -> int:
+    """An integer count of ``unit`` (tokens, sequences, ...), at least ``minimum``.
+
+    Accepts a Python int, or a Quantity in ``unit`` with an integral magnitude. Floats,
+    booleans and quantities of another dimension are refused.
+    """
+    if isinstance(value, pint.Quantity):
+        q = value if value._REGISTRY is ureg else Q_(value.magnitude, str(value.units))
+        if q.dimensionality != Q_(1, unit).dimensionality:
+            raise ScenarioInputError(
+                f"{argument}={q:~P} must be a count of {unit}s", argument=argument, value=value
+            )
+        mag = q.to(unit).magnitude
+        if float(mag) != int(mag):
+            raise ScenarioInputError(
+                f"{argument}={q:~P} must be a whole number of {unit}s", argument=argument, value=value
+            )
+        value = int(mag)
+    try:
+        import numpy as np
+
+        if isinstance(value, np.integer):
+            value = int(value)
+    except ImportError:  # pragma: no cover
+        pass
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ScenarioInputError(
+            f"{argument}={value!r} must be a whole number of {unit}s (an int)", argument=argument, value=value
+        )
+    if value < minimum:
+        raise ScenarioInputError(
+            f"{argument}={value} is refused: it must be at least {minimum}", argument=argument, value=value
+        )
+    return value
+
+
+def nonnegative_int(argument: str, value: Any) -> int:
+    """A plain count (a batch size, a number of requests): an int, refused when negative."""
+    try:
+        import numpy as np
+
+        if isinstance(value, np.integer):
+            value = int(value)
+    except ImportError:  # pragma: no cover
+        pass
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ScenarioInputError(f"{argument}={value!r} must be a whole number (an int)", argument=argument, value=value)
+    if value < 0:
+        raise ScenarioInputError(
+            f"{argument}={value} is refused: it must not be negative", argument=argument, value=value
+        )
+    return value
+
+
+def fraction(argument: str, value: Any, *, low_open: bool = True, high: float = 1.0) -> float:
+    """A plain number in (0, high] (or [0, high] when ``low_open`` is False)."""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise ScenarioInputError(f"{argument}={value!r} must be a number", argument=argument, value=value)
+    v = float(value)
+    ok = (v > 0 if low_open else v >= 0) and v <= high
+    if not ok:
+        lo = "(0" if low_open else "[0"
+        raise ScenarioInputError(
+            f"{argument}={value!r} is refused: it must lie in {lo}, {high:g}]", argument=argument, value=value
+        )
+    return v

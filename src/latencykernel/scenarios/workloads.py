@@ -1,0 +1,345 @@
+"""Models as the scenarios see them: parameters, layers, KV geometry, experts, FLOPs per token.
+
+Two sources, one type:
+
+* ``Workload.catalog("llama-3.1-8b-instruct")``: counted from the model graph of the
+  shared catalog (the graph the kernel prices), with ``latencykernel.derive.counts``.
+* ``Workload.recorded("GPT2")``: the figures mlsysim 0.3.0 registers for a model, as its
+  golden file records them (GPT-2 XL is "1.5 B" there; its graph counts 1.56 B). Named
+  scenarios that reproduce mlsysim use these and say so in their ``sources``.
+
+A workload states a parameter *basis*: ``counted`` (from the graph) or ``nominal`` (the
+published round figure). ``parameters``, ``active_parameters`` and ``flops_per_token``
+follow the basis; ``.nominal()`` and ``.counted()`` switch it.
+
+KV bytes per token come from one law, ``latencykernel.price.kv.kv_bytes_per_token``, the
+one the kernel sizes its cache with: MHA, GQA and MQA store a K and a V vector per KV head
+per layer; MLA stores one latent vector (``kv_lora_rank + rope`` wide) per layer. Missing
+geometry is an error, never a default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import pint
+
+from latencykernel.scenarios.errors import NotApplicableError, UnknownScenarioError
+from latencykernel.scenarios.units import Q_
+
+__all__ = ["KvGeometry", "ExpertGeometry", "Workload", "RECORDED_WORKLOADS", "NOMINAL_PARAMETERS"]
+
+_LATENT_KINDS = frozenset({"mla", "sparse_mla"})
+
+
+@dataclass(frozen=True)
+class KvGeometry:
+    """What one token's cache holds.
+
+    kind:      the attention kind as the graph states it (``gqa`` covers MHA and MQA,
+               ``mla``/``sparse_mla`` are latent, ``swa`` sliding-window)
+    n_kv:      KV heads (1 for a latent cache)
+    head_dim:  width of one cached vector (the latent width for MLA: kv_lora_rank + rope)
+    layers:    layers that hold a cache
+    n_q:       query heads (``None`` if unknown); used only to name the design
+    """
+
+    kind: str
+    n_kv: int
+    head_dim: int
+    layers: int
+    n_q: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("n_kv", "head_dim", "layers"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or v <= 0:
+                raise ValueError(f"KV geometry {name}={v!r} must be a positive int")
+
+    @property
+    def latent(self) -> bool:
+        return self.kind in _LATENT_KINDS
+
+    @property
+    def design(self) -> str:
+        """MHA, GQA, MQA or MLA."""
+        if self.latent:
+            return "MLA"
+        if self.n_kv == 1:
+            return "MQA"
+        if self.n_q is not None and self.n_kv == self.n_q:
+            return "MHA"
+        return "GQA"
+
+    def bytes_per_token(self, dtype_bytes: float, tp: int = 1) -> float:
+        """Bytes one token's cache holds on one TP rank (the kernel's law)."""
+        from latencykernel.price.kv import kv_bytes_per_token
+
+        return kv_bytes_per_token(self.n_kv, tp, self.head_dim, self.layers, dtype_bytes, self.latent)
+
+
+@dataclass(frozen=True)
+class ExpertGeometry:
+    """Routed experts: ``routed`` per MoE layer, ``top_k`` chosen per token.
+
+    Split of the parameters (derived from total and active counts, all routed experts the
+    same size):  expert = (P − P_active) / (E − k)   (one routed expert, over every MoE layer)
+                 dense  = P_active − k · expert      (attention, shared experts, embeddings)
+    """
+
+    routed: int
+    top_k: int
+
+    def split(self, total: float, active: float) -> tuple[float, float]:
+        """(dense, per_expert) parameters."""
+        if self.routed <= self.top_k:
+            return total, 0.0
+        per_expert = (total - active) / (self.routed - self.top_k)
+        return active - self.top_k * per_expert, per_expert
+
+    def touched(self, tokens: int) -> float:
+        """Expected distinct routed experts ``tokens`` tokens read, per MoE layer (the kernel's law)."""
+        from latencykernel.price.experts import experts_touched
+
+        return experts_touched(tokens, self.routed, self.top_k, float(self.routed))
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One model."""
+
+    name: str
+    layers: int
+    kv: KvGeometry | None
+    source: str
+    counted_parameters: float | None = None
+    counted_active_parameters: float | None = None
+    nominal_parameters: float | None = None
+    nominal_active_parameters: float | None = None
+    basis: str = "counted"
+    hidden: int | None = None
+    heads: int | None = None
+    experts: ExpertGeometry | None = None
+    catalog_name: str | None = None
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.basis not in ("counted", "nominal"):
+            raise ValueError(f"basis={self.basis!r} must be 'counted' or 'nominal'")
+        if self._total() is None:
+            raise ValueError(f"{self.name} states no {self.basis} parameter count")
+
+    # ---------------------------------------------------------------- basis
+    def _total(self) -> float | None:
+        return self.counted_parameters if self.basis == "counted" else self.nominal_parameters
+
+    def _active(self) -> float | None:
+        a = self.counted_active_parameters if self.basis == "counted" else self.nominal_active_parameters
+        return a if a is not None else self._total()
+
+    def nominal(self) -> "Workload":
+        """This model on its published (nominal) parameter figure."""
+        if self.nominal_parameters is None:
+            raise NotApplicableError(f"{self.name} declares no nominal parameter figure")
+        return dataclasses.replace(self, basis="nominal")
+
+    def counted(self) -> "Workload":
+        """This model on the parameters counted from its graph."""
+        if self.counted_parameters is None:
+            raise NotApplicableError(f"{self.name} has no graph count (figures as recorded only)")
+        return dataclasses.replace(self, basis="counted")
+
+    # ---------------------------------------------------------------- floats for the cores
+    @property
+    def n_parameters(self) -> float:
+        total = self._total()
+        assert total is not None
+        return total
+
+    @property
+    def n_active_parameters(self) -> float:
+        active = self._active()
+        assert active is not None
+        return active
+
+    def require_kv(self, argument: str = "workload") -> KvGeometry:
+        if self.kv is None:
+            raise NotApplicableError(f"{argument}={self.name} keeps no KV cache (no attention geometry stated)")
+        return self.kv
+
+    def kv_bytes(self, dtype_bytes: float, tp: int = 1) -> float:
+        """Bytes one token's cache holds (one TP rank)."""
+        return self.require_kv().bytes_per_token(dtype_bytes, tp)
+
+    def weights_read_parameters(self, tokens: int) -> float:
+        """Parameters a step over ``tokens`` tokens reads when only touched experts are read:
+        dense + E_touched(tokens) · expert; all parameters for a dense model."""
+        if self.experts is None:
+            return self.n_parameters
+        dense, per_expert = self.experts.split(self.n_parameters, self.n_active_parameters)
+        return dense + self.experts.touched(tokens) * per_expert
+
+    # ---------------------------------------------------------------- quantities
+    @property
+    def parameters(self) -> pint.Quantity:
+        """Parameters on the workload's basis (``param``)."""
+        return Q_(self.n_parameters, "param")
+
+    @property
+    def active_parameters(self) -> pint.Quantity:
+        """Parameters one token's forward pass uses (all of them for a dense model)."""
+        return Q_(self.n_active_parameters, "param")
+
+    @property
+    def flops_per_token(self) -> pint.Quantity:
+        """Forward FLOPs per token: one multiply-add (2 FLOPs) per active parameter;
+        attention over the context is not counted."""
+        return Q_(2.0 * self.n_active_parameters, "flop/token")
+
+    def kv_bytes_per_token(self, kv_bytes_per_value: Any, tp: int = 1) -> pint.Quantity:
+        """Cache bytes per token (``B/token``) at ``kv_bytes_per_value`` (a byte quantity)."""
+        b = float(kv_bytes_per_value.to("B").magnitude) if hasattr(kv_bytes_per_value, "to") else float(kv_bytes_per_value)
+        return Q_(self.kv_bytes(b, tp), "B/token")
+
+    def weights_read(self, weight_bytes_per_param: Any, tokens: int) -> pint.Quantity:
+        """Bytes a step over ``tokens`` tokens reads from the weights (touched experts only)."""
+        return Q_(self.weights_read_parameters(tokens), "param") * weight_bytes_per_param
+
+    def __str__(self) -> str:
+        return self.name
+
+    # ---------------------------------------------------------------- constructors
+    @classmethod
+    def recorded(cls, key: str) -> "Workload":
+        """The model mlsysim 0.3.0 registers as ``Models.*.<key>`` (``GPT2``, ``Llama3_8B``, ...)."""
+        try:
+            return RECORDED_WORKLOADS[key]
+        except KeyError:
+            raise UnknownScenarioError(
+                f"no recorded workload {key!r}; recorded: {', '.join(sorted(RECORDED_WORKLOADS))}"
+            ) from None
+
+    @classmethod
+    def catalog(cls, model: str, repos: Any = None) -> "Workload":
+        """The shared catalog's model ``model``, counted from its graph."""
+        from latencykernel.derive import counts  # lazy: the catalog layer
+        from latencykernel.documents.graph import load_graph
+        from latencykernel.repos import Repos
+
+        repos = repos if repos is not None else Repos.default()
+        graph = load_graph(repos.graph_path(model))
+        total = float(counts.parameter_count(graph))
+        active = float(counts.active_parameter_count(graph))
+        layers = int(counts.layer_count(graph))
+        n_kv, d_h, kind, kv_layers = counts.kv_geometry(graph)
+        n_q, routed, top_k = _graph_heads_and_experts(graph)
+        kv = KvGeometry(str(kind), int(n_kv), int(d_h), int(kv_layers), n_q) if n_kv and d_h and kv_layers else None
+        nominal = NOMINAL_PARAMETERS.get(model)
+        g = getattr(graph, "global_", None)
+        return cls(
+            name=model,
+            layers=layers,
+            kv=kv,
+            source=f"shared catalog graph {model!r} (parameters counted from the graph)",
+            counted_parameters=total,
+            counted_active_parameters=active,
+            nominal_parameters=nominal[0] if nominal else None,
+            nominal_active_parameters=nominal[1] if nominal else None,
+            basis="counted",
+            hidden=getattr(g, "hidden_size", None),
+            heads=n_q,
+            experts=ExpertGeometry(routed, top_k) if routed and top_k and routed > top_k else None,
+            catalog_name=model,
+        )
+
+
+def _graph_heads_and_experts(graph: Any) -> tuple[int | None, int, int]:
+    """Query heads of the first primary attention node; routed experts and top-k of the
+    first GroupedGEMM (uniform across layers, as the kernel assumes)."""
+    n_q: int | None = None
+    routed = top_k = 0
+    for kind in getattr(graph, "layer_kinds", None) or []:
+        for node in getattr(kind, "nodes", None) or []:
+            op = getattr(node, "op", None)
+            if op == "Attention" and n_q is None and not getattr(node, "role", None):
+                n_q = getattr(node, "n_q", None)
+            if op == "GroupedGEMM" and not routed:
+                routed = int(getattr(node, "experts", 0) or 0)
+                top_k = int(getattr(node, "top_k", 0) or 0)
+    return n_q, routed, top_k
+
+
+# Published round figures (total, active) for catalog models, where a scenario wants them.
+NOMINAL_PARAMETERS: dict[str, tuple[float, float | None]] = {
+    "gpt2-xl": (1.5e9, None),  # "GPT-2 (1.5B)", Radford et al. 2019
+}
+
+_MLSYSIM = "mlsysim 0.3.0 registry Models.{family}.{key}, as recorded in mlsysim-golden.json"
+
+
+def _rec(
+    family: str,
+    key: str,
+    name: str,
+    params: float,
+    layers: int,
+    kv: KvGeometry | None,
+    *,
+    active: float | None = None,
+    hidden: int | None = None,
+    heads: int | None = None,
+    experts: ExpertGeometry | None = None,
+    catalog: str | None = None,
+    note: str = "",
+) -> tuple[str, Workload]:
+    return key, Workload(
+        name=name,
+        layers=layers,
+        kv=kv,
+        source=_MLSYSIM.format(family=family, key=key),
+        nominal_parameters=params,
+        nominal_active_parameters=active,
+        basis="nominal",
+        hidden=hidden,
+        heads=heads,
+        experts=experts,
+        catalog_name=catalog,
+        note=note,
+    )
+
+
+def _mha(layers: int, heads: int, hidden: int) -> KvGeometry:
+    return KvGeometry("gqa", heads, hidden // heads, layers, heads)
+
+
+# Figures exactly as mlsysim records them (parameters are its nominal figures). Geometry is
+# written out in full: head_dim = hidden / heads where mlsysim states no head_dim.
+RECORDED_WORKLOADS: dict[str, Workload] = dict(
+    (
+        _rec("Language", "GPT2", "GPT-2 (1.5B)", 1.5e9, 48, _mha(48, 25, 1600), hidden=1600, heads=25,
+             catalog="gpt2-xl", note="GPT-2 XL: mlsysim records the rounded 1.5 B; its graph counts 1.56 B"),
+        _rec("Language", "GPT2_Small", "GPT-2 Small (124M)", 124e6, 12, _mha(12, 12, 768), hidden=768, heads=12),
+        _rec("Language", "GPT3", "GPT-3 (175B)", 175e9, 96, _mha(96, 96, 12288), hidden=12288, heads=96),
+        _rec("Language", "Llama2_7B", "Llama-2-7B", 7e9, 32, _mha(32, 32, 4096), hidden=4096, heads=32,
+             catalog="llama-2-7b-hf"),
+        _rec("Language", "Llama2_70B", "Llama-2-70B", 70e9, 80, KvGeometry("gqa", 8, 128, 80, 64), hidden=8192,
+             heads=64, catalog="llama-2-70b-hf"),
+        _rec("Language", "Llama3_8B", "Llama-3.1-8B", 8.03e9, 32, KvGeometry("gqa", 8, 128, 32, 32), hidden=4096,
+             heads=32, catalog="llama-3.1-8b-instruct"),
+        _rec("Language", "Llama3_70B", "Llama-3.1-70B", 70.6e9, 80, KvGeometry("gqa", 8, 128, 80, 64),
+             hidden=8192, heads=64, catalog="llama-3.1-70b-instruct"),
+        _rec("Language", "Llama3_405B", "Llama-3.1-405B", 405e9, 126, KvGeometry("gqa", 8, 128, 126, 128),
+             hidden=16384, heads=128),
+        _rec("Language", "Mixtral_8x7B", "Mixtral-8x7B", 46.7e9, 32, KvGeometry("gqa", 8, 128, 32, 32),
+             active=12.9e9, hidden=4096, heads=32, experts=ExpertGeometry(8, 2), catalog="mixtral-8x7b-v0.1"),
+        _rec("Language", "DeepSeek_V3", "DeepSeek-V3", 671e9, 61, KvGeometry("mla", 1, 576, 61, 128),
+             active=37e9, hidden=7168, heads=128, experts=ExpertGeometry(256, 8), catalog="deepseek-v3",
+             note="MLA latent 512 + rope 64; mlsysim records 56 query heads, the V3 config has 128"),
+        _rec("Language", "PaLM_540B", "PaLM (540B)", 540e9, 118, KvGeometry("gqa", 1, 256, 118, 48),
+             hidden=18432, heads=48),
+        _rec("Vision", "MobileNetV2", "MobileNetV2", 3504872.0, 54, None),
+        _rec("Vision", "ResNet50", "ResNet-50", 25557032.0, 50, None),
+    )
+)
