@@ -74,7 +74,11 @@ class Scenario:
     def symbols(self) -> dict[str, Any]:
         """The names an output's equation may use besides other outputs: inputs as
         quantities (counts of tokens as ``token`` quantities), ``workload``, ``hardware``."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        from latencykernel.scenarios.units import Q_
+
+        s: dict[str, Any] = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        s["token"] = Q_(1, "token")
+        return s
 
     # -- common behaviour -------------------------------------------------------------------
     def _set(self, name: str, value: Any) -> None:

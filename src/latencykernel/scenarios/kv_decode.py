@@ -144,7 +144,6 @@ class KvDecodeBatchScenario(Scenario):
         s.update(
             context_tokens=Q_(self.context_tokens, "token"),
             prompt_tokens=Q_(self.prompt_tokens, "token"),
-            token=Q_(1, "token"),
         )
         return s
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import inspect
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Generic, Iterator, Mapping, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Callable, Generic, Mapping, TypeVar, overload
 
 if TYPE_CHECKING:  # pragma: no cover
     from latencykernel.scenarios.base import Scenario
@@ -197,21 +197,43 @@ _FUNCTIONS: dict[str, Any] = {
     "sum": sum,
     "int": int,
     "len": len,
+    "product": math.prod,
 }
 
 
-class _Namespace(Mapping[str, Any]):
-    """Names an equation may use, resolved lazily: method arguments, the scenario's
-    symbols (inputs as quantities), its outputs, and a few functions."""
+def _largest_batch(fits: Callable[[int], bool], fallback: int) -> int:
+    """Largest b >= 1 with ``fits(b)`` (``fits`` must be monotone), else ``fallback``."""
+    if not fits(1):
+        return fallback
+    hi = 2
+    while fits(hi):
+        hi *= 2
+    lo = hi // 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+_FUNCTIONS["largest_batch"] = _largest_batch
+
+
+class _Namespace(dict):  # type: ignore[type-arg]
+    """Names an equation may use, resolved lazily on first use: method arguments, the
+    scenario's symbols (inputs as quantities), its outputs, and a few functions. A dict
+    subclass so that it can serve as ``eval``'s globals (lambdas and comprehensions in an
+    equation see it)."""
 
     def __init__(self, scenario: "Scenario", args: Mapping[str, Any]) -> None:
+        super().__init__(args)
+        self["__builtins__"] = {}
         self._scenario = scenario
-        self._args = dict(args)
         self._symbols: dict[str, Any] | None = None
 
-    def __getitem__(self, key: str) -> Any:
-        if key in self._args:
-            return self._args[key]
+    def __missing__(self, key: str) -> Any:
         if self._symbols is None:
             self._symbols = self._scenario.symbols()
         if key in self._symbols:
@@ -220,14 +242,10 @@ class _Namespace(Mapping[str, Any]):
             return _FUNCTIONS[key]
         attr = getattr(type(self._scenario), key, None)
         if isinstance(attr, Output):
-            return getattr(self._scenario, key)
+            value = getattr(self._scenario, key)
+            self[key] = value
+            return value
         raise KeyError(key)
-
-    def __iter__(self) -> Iterator[str]:  # pragma: no cover - eval never iterates
-        return iter(())
-
-    def __len__(self) -> int:  # pragma: no cover
-        return 0
 
 
 def evaluate_equation(scenario: "Scenario", name: str, **args: Any) -> Any:
@@ -240,7 +258,7 @@ def evaluate_equation(scenario: "Scenario", name: str, **args: Any) -> Any:
     out = getattr(type(scenario), name)
     if not isinstance(out, Output):
         raise KeyError(f"{type(scenario).__name__} has no output {name!r}")
-    value = eval(out.formula.equation, {"__builtins__": {}}, _Namespace(scenario, args))  # noqa: S307
+    value = eval(out.formula.equation, _Namespace(scenario, args))  # noqa: S307
     if out.formula.unit is not None and hasattr(value, "to"):
         value = value.to(out.formula.unit)
     elif out.formula.unit is None and hasattr(value, "to") and out.formula.returns in ("float", "int"):

@@ -187,3 +187,31 @@ def fraction(argument: str, value: Any, *, low_open: bool = True, high: float = 
             f"{argument}={value!r} is refused: it must lie in {lo}, {high:g}]", argument=argument, value=value
         )
     return v
+
+
+# Storage width of one value by precision name (weights or cache elements).
+PRECISION_BYTES: dict[str, float] = {
+    "fp32": 4.0,
+    "tf32": 4.0,
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "int4": 0.5,
+    "fp4": 0.5,
+}
+
+
+def value_bytes(argument: str, value: Any) -> pint.Quantity:
+    """Bytes per stored value: a precision name (``"fp16"``, case-insensitive) or a byte
+    quantity. An unknown name is refused with the names known."""
+    if isinstance(value, str) and value.strip().lower() in PRECISION_BYTES:
+        return Q_(PRECISION_BYTES[value.strip().lower()], "B")
+    if isinstance(value, str) and not any(ch.isdigit() for ch in value):
+        raise ScenarioInputError(
+            f"{argument}={value!r} is not a known precision; known: {', '.join(PRECISION_BYTES)} "
+            f"(or give a byte quantity such as '2 B')",
+            argument=argument,
+            value=value,
+        )
+    return as_quantity(argument, value, "B", positive=True)
