@@ -114,6 +114,7 @@ def _plan_nodes(
     state_bytes: float,
     emits: Callable[[str], bool],
     where: str,
+    tp: int,
 ) -> None:
     prev_gemm = False
     for i, node in enumerate(nodes):
@@ -181,10 +182,10 @@ def _plan_nodes(
                 lp.recurrent_state_bytes += mamba2_state_bytes(
                     int(_get(node, "intermediate_size", 0)), int(_get(node, "n_groups", 0)),
                     int(_get(node, "state_size", 0)), int(_get(node, "conv_kernel", 0)),
-                    int(_get(node, "n_heads", 0)), int(_get(node, "head_dim", 0)), sb)
+                    int(_get(node, "n_heads", 0)), int(_get(node, "head_dim", 0)), sb, tp)
             else:
                 lp.recurrent_state_bytes += matrix_state_bytes(
-                    int(_get(node, "n_heads", 0)), int(_get(node, "state_size", 0)), sb)
+                    int(_get(node, "n_heads", 0)), int(_get(node, "state_size", 0)), sb, tp)
         elif op == "Elementwise":
             lp.elementwise_bytes_per_token += float(_get(node, "bytes_per_token", 0)) or 2.0 * hidden * ACTIVATION_BYTES
         elif op in ("AllReduce", "AllGather", "ReduceScatter"):
@@ -195,11 +196,14 @@ def _plan_nodes(
             lp.collectives.append(PlannedCollective(Op.ALL2ALL, Group.EXPERT, hidden * ACTIVATION_BYTES, True))
 
 
-def build_plan(graph: Any, emits: Callable[[str], bool], served_weight_bytes: float, state_bytes: float) -> Plan:
+def build_plan(
+    graph: Any, emits: Callable[[str], bool], served_weight_bytes: float, state_bytes: float, tp: int = 1
+) -> Plan:
     """Flatten ``graph`` per layer kind under a layout's emit decisions.
 
     ``served_weight_bytes`` is the width weights are read at (nodes with their own
-    ``weight_dtype`` keep it); ``state_bytes`` the recurrent state width.
+    ``weight_dtype`` keep it); ``state_bytes`` the recurrent state width; ``tp`` splits the
+    recurrent state (per-rank bytes).
     """
     hidden = int(graph.global_.hidden_size)
     kinds = {lk.id: lk for lk in graph.layer_kinds}
@@ -219,11 +223,11 @@ def build_plan(graph: Any, emits: Callable[[str], bool], served_weight_bytes: fl
     for kid, count in counts.items():
         lp = LayerPlan(id=kid, count=count)
         _plan_nodes(lp, list(kinds[kid].nodes), hidden, served_weight_bytes, state_bytes, emits,
-                    f"graph {graph.name!r} layer kind {kid!r}")
+                    f"graph {graph.name!r} layer kind {kid!r}", tp)
         layers.append(lp)
     head = LayerPlan(id="head", count=1)
     _plan_nodes(head, list(graph.head or []), hidden, served_weight_bytes, state_bytes, emits,
-                f"graph {graph.name!r} head")
+                f"graph {graph.name!r} head", tp)
     total_kernels = sum(lp.kernels * lp.count for lp in layers) + head.kernels
     sparse_indexed = sum(
         lp.count for lp in layers

@@ -185,7 +185,7 @@ def new(inputs: Any) -> "Kernel":
     if eng.mamba_ssm_cache_dtype in ("float16", "bfloat16"):
         state_bytes = 2.0
     try:
-        plan = build_plan(graph, layout.emits, DTYPE_BYTES[served], state_bytes)
+        plan = build_plan(graph, layout.emits, DTYPE_BYTES[served], state_bytes, layout.tp)
     except KeyError as e:  # pragma: no cover - the graph model constrains dtypes
         raise _refuse(f"unknown weight dtype {e}", "weight_dtype", str(e)) from None
     n_kv, d_h, kv_kind, kv_layers, attn_kinds = _kv_geometry(graph, plan)

@@ -14,27 +14,37 @@ __all__ = [
 ]
 
 
+def _per_rank(count: int, tp: int) -> int:
+    """Heads (or groups) one tensor-parallel rank holds: ceil(count / tp), at least one."""
+    return max(1, -(-count // max(tp, 1))) if count > 0 else 0
+
+
 def mamba2_state_bytes(
     intermediate_size: int, n_groups: int, state_size: int, conv_kernel: int, n_heads: int, head_dim: int,
-    state_dtype_bytes: float,
+    state_dtype_bytes: float, tp: int = 1,
 ) -> float:
-    """One Mamba-2 layer's per-sequence state (convolution window + SSM state).
+    """One Mamba-2 layer's per-sequence state on one tensor-parallel rank (convolution
+    window + SSM state). vLLM splits the mixer over TP: the inner width and heads divide by
+    tp; the B/C groups too, padded so every rank holds at least one.
 
-    conv_dim = intermediate + 2 · n_groups · state_size
-    temporal = n_heads · head_dim · state_size     (n_heads · state_size² without a head_dim)
+    conv_dim = intermediate / tp + 2 · ceil(n_groups / tp) · state_size
+    temporal = ceil(n_heads / tp) · head_dim · state_size   (· state_size without a head_dim)
     bytes    = (conv_dim · max(conv_kernel − 1, 1) + temporal) · state_dtype_bytes
     """
-    conv_dim = intermediate_size + 2 * n_groups * state_size
-    temporal = n_heads * head_dim * state_size if head_dim > 0 else n_heads * state_size * state_size
+    t = max(tp, 1)
+    conv_dim = intermediate_size / t + 2 * _per_rank(n_groups, t) * state_size
+    heads = _per_rank(n_heads, t)
+    temporal = heads * head_dim * state_size if head_dim > 0 else heads * state_size * state_size
     return (conv_dim * max(conv_kernel - 1, 1) + temporal) * state_dtype_bytes
 
 
-def matrix_state_bytes(n_heads: int, state_size: int, state_dtype_bytes: float) -> float:
-    """One KDA / Gated-DeltaNet layer's per-sequence state: a state_size² matrix per head.
+def matrix_state_bytes(n_heads: int, state_size: int, state_dtype_bytes: float, tp: int = 1) -> float:
+    """One KDA / Gated-DeltaNet layer's per-sequence state on one tensor-parallel rank: a
+    state_size² matrix per head, heads split over TP.
 
-    bytes = n_heads · state_size² · state_dtype_bytes
+    bytes = ceil(n_heads / tp) · state_size² · state_dtype_bytes
     """
-    return n_heads * state_size * state_size * state_dtype_bytes
+    return _per_rank(n_heads, tp) * state_size * state_size * state_dtype_bytes
 
 
 def recurrent_state_bytes(
