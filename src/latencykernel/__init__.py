@@ -1,0 +1,60 @@
+"""latencykernel: price one forward step of an LLM inference engine, and the GPU memory a
+deployment holds, from declared facts (BLIS documents) and calibrated coefficients.
+
+Names are exported lazily (PEP 562), so ``import latencykernel`` stays cheap: pydantic and
+the document models load only when a document is first read.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    # documents and inputs
+    "Repos": "latencykernel.repos",
+    "Inputs": "latencykernel.inputs",
+    "open_inputs": "latencykernel.inputs",
+    "build_inputs": "latencykernel.inputs",
+    "validate_inputs": "latencykernel.inputs",
+    # errors
+    "LatencyKernelError": "latencykernel.errors",
+    "DocumentError": "latencykernel.errors",
+    "RefusedError": "latencykernel.errors",
+    # batch and result types
+    "ReqShape": "latencykernel.batch",
+    "Batch": "latencykernel.batch",
+    "Resource": "latencykernel.batch",
+    "StepEstimate": "latencykernel.batch",
+    # ---- kernel exports (latencykernel.kernel, written separately; fail until it exists) ----
+    "open": "latencykernel.kernel",
+    "open_pool": "latencykernel.kernel",
+    "new": "latencykernel.kernel",
+    "build": "latencykernel.kernel",
+    "Kernel": "latencykernel.kernel",
+    # ---- end of kernel exports ----
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'latencykernel' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+if TYPE_CHECKING:  # for type checkers and IDEs only
+    from latencykernel.batch import Batch, ReqShape, Resource, StepEstimate
+    from latencykernel.errors import DocumentError, LatencyKernelError, RefusedError
+    from latencykernel.inputs import Inputs, build_inputs, open_inputs, validate_inputs
+    from latencykernel.repos import Repos

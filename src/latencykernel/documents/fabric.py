@@ -1,0 +1,50 @@
+"""A fabric (``networks/<name>.yaml``): the inter-node link. Name = file stem."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, PrivateAttr
+
+from latencykernel.documents.chip import ProvenanceKind
+from latencykernel.documents.common import StrictModel, cached, read_yaml, require_mapping, strip_comment_keys, validate
+
+__all__ = ["Fabric", "load_fabric"]
+
+
+class Fabric(StrictModel):
+    """Per-GPU nominal inter-node bandwidth. ``name`` (not a YAML key) is the file stem.
+
+    ``Provenance`` is optional here because older stored fabric files lack it.
+    ``PDTransferBaseLatencyMs`` is a legacy key present in stored copies (not read).
+    """
+
+    Provenance: ProvenanceKind | None = None
+    InterNodeBwGBps: Annotated[float, Field(gt=0)]
+    RDMA: bool | None = None
+    PDTransferBaseLatencyMs: Annotated[float, Field(ge=0)] | None = None
+
+    _name: str = PrivateAttr(default="")
+
+    @property
+    def name(self) -> str:
+        """The catalog name (file stem)."""
+        return self._name
+
+    @name.setter
+    def name(self, value: str) -> None:
+        self._name = value
+
+
+def _parse_fabric(path: Path) -> Fabric:
+    data = strip_comment_keys(require_mapping(read_yaml(path), path, "a fabric (PascalCase keys)"))
+    fabric = validate(Fabric, data, path)
+    fabric.name = path.stem
+    return fabric
+
+
+def load_fabric(path: str | os.PathLike[str]) -> Fabric:
+    """Read a fabric file; its ``name`` is the file stem."""
+    return cached("fabric", path, _parse_fabric)

@@ -1,0 +1,230 @@
+"""The three roots a scenario's names resolve against, and the paths inside them.
+
+    <scenarios>/<scenario file>
+    <catalog>/models/<model>/graph.yaml, model.yaml
+    <catalog>/hardware/<chip>.yaml, networks/<fabric>.yaml, devices/storage.yaml
+    <registry>/coefficients/<set>.yaml
+
+A name that resolves to no file raises ``DocumentError`` naming the missing path and the
+setting that named it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from latencykernel.errors import DocumentError
+
+__all__ = ["Repos"]
+
+_PathLike = str | os.PathLike[str]
+
+
+def _listing(name: str, names: list[str], limit: int = 12) -> str:
+    pool = sorted(set(names))
+    close = difflib.get_close_matches(name, pool, n=5, cutoff=0.5)
+    ordered = close + [n for n in pool if n not in close]
+    if not ordered:
+        return "(none)"
+    shown = ", ".join(ordered[:limit])
+    return shown + (f", ... ({len(ordered)} in all)" if len(ordered) > limit else "")
+
+
+def _said(setting: str, origin: str | None) -> str:
+    """How a message names the setting: ``<file>: scenario key model`` or ``model``."""
+    return f"{origin}: scenario key {setting}" if origin else setting
+
+
+def _stems(folder: Path) -> list[str]:
+    return sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
+
+
+@dataclass(frozen=True)
+class Repos:
+    """Scenario directory, catalog checkout, registry checkout."""
+
+    scenarios: Path
+    catalog: Path
+    registry: Path
+
+    def __init__(self, scenarios: _PathLike, catalog: _PathLike, registry: _PathLike) -> None:
+        object.__setattr__(self, "scenarios", Path(scenarios))
+        object.__setattr__(self, "catalog", Path(catalog))
+        object.__setattr__(self, "registry", Path(registry))
+
+    @classmethod
+    def default(cls) -> Repos:
+        """The package's embedded ``data/scenarios``, ``data/catalog``, ``data/registry``."""
+        from importlib.resources import files
+
+        data = Path(str(files("latencykernel") / "data"))
+        return cls(data / "scenarios", data / "catalog", data / "registry")
+
+    # ------------------------------------------------------------------ paths
+
+    def scenario_path(self, name: _PathLike, *, setting: str = "scenario", origin: str | None = None) -> Path:
+        """``name`` relative to ``scenarios`` (``.yaml`` may be left off), or an existing file as given."""
+        rel = self.scenarios / name
+        candidates = [rel]
+        if not str(name).endswith((".yaml", ".yml")):
+            candidates.append(self.scenarios / f"{name}.yaml")
+        candidates.append(Path(name))
+        for c in candidates:
+            if c.is_file():
+                return c
+        raise DocumentError(
+            f"{_said(setting, origin)}: {str(name)!r} names no file: neither {rel} nor {name} exists; available scenarios: "
+            f"{_listing(str(name), self.list_scenarios())}",
+            file=str(rel), key=setting, value=str(name),
+        )
+
+    def graph_path(self, model: str, *, setting: str = "model", origin: str | None = None) -> Path:
+        """``<catalog>/models/<model>/graph.yaml``."""
+        p = self.catalog / "models" / model / "graph.yaml"
+        if not p.is_file():
+            raise DocumentError(
+                f"{_said(setting, origin)}: {model!r} has no graph at {p}; available models: {_listing(model, self.list_models())}",
+                file=str(p), key=setting, value=model,
+            )
+        return p
+
+    def model_identity_path(self, model: str, *, setting: str = "model", origin: str | None = None) -> Path:
+        """``<catalog>/models/<model>/model.yaml``."""
+        p = self.catalog / "models" / model / "model.yaml"
+        if not p.is_file():
+            raise DocumentError(
+                f"{_said(setting, origin)}: {model!r} has no model.yaml at {p}; catalog models: "
+                f"{_listing(model, self._model_dirs())}",
+                file=str(p), key=setting, value=model,
+            )
+        return p
+
+    def chip_path(self, name: str, *, setting: str = "hardware", origin: str | None = None) -> Path:
+        """``<catalog>/hardware/<name>.yaml``."""
+        p = self.catalog / "hardware" / f"{name}.yaml"
+        if not p.is_file():
+            raise DocumentError(
+                f"{_said(setting, origin)}: {name!r} has no chip file at {p}; available chips: "
+                f"{_listing(name, _stems(self.catalog / 'hardware'))}",
+                file=str(p), key=setting, value=name,
+            )
+        return p
+
+    def fabric_path(self, name: str, *, setting: str = "fabric", origin: str | None = None) -> Path:
+        """``<catalog>/networks/<name>.yaml``."""
+        p = self.catalog / "networks" / f"{name}.yaml"
+        if not p.is_file():
+            raise DocumentError(
+                f"{_said(setting, origin)}: {name!r} has no fabric file at {p}; available fabrics: "
+                f"{_listing(name, _stems(self.catalog / 'networks'))}",
+                file=str(p), key=setting, value=name,
+            )
+        return p
+
+    def storage_path(self, *, origin: str | None = None) -> Path:
+        """``<catalog>/devices/storage.yaml`` (every scenario reads it)."""
+        p = self.catalog / "devices" / "storage.yaml"
+        if not p.is_file():
+            where = f"{origin}: " if origin else ""
+            raise DocumentError(f"{where}the catalog has no storage classes file at {p} (every scenario reads it)",
+                                file=str(p))
+        return p
+
+    def coefficient_path(self, name: str, *, setting: str = "coefficients", origin: str | None = None) -> Path:
+        """``<registry>/coefficients/<name>.yaml``."""
+        p = self.registry / "coefficients" / f"{name}.yaml"
+        if not p.is_file():
+            raise DocumentError(
+                f"{_said(setting, origin)}: {name!r} has no coefficient set at {p}; available sets: "
+                f"{_listing(name, _stems(self.registry / 'coefficients'))}",
+                file=str(p), key=setting, value=name,
+            )
+        return p
+
+    # ------------------------------------------------------------------ listings
+
+    def list_scenarios(self) -> list[str]:
+        """Every ``*.yaml`` under ``scenarios``, as sorted relative paths."""
+        if not self.scenarios.is_dir():
+            return []
+        return sorted(p.relative_to(self.scenarios).as_posix() for p in self.scenarios.rglob("*.yaml") if p.is_file())
+
+    def list_models(self) -> list[str]:
+        """Catalog model directories that hold a ``graph.yaml``."""
+        root = self.catalog / "models"
+        return sorted(d.name for d in root.iterdir() if (d / "graph.yaml").is_file()) if root.is_dir() else []
+
+    def list_chips(self) -> list[str]:
+        """Catalog chip names (file stems under ``hardware``)."""
+        return _stems(self.catalog / "hardware")
+
+    def _model_dirs(self) -> list[str]:
+        root = self.catalog / "models"
+        return sorted(d.name for d in root.iterdir() if d.is_dir()) if root.is_dir() else []
+
+    def _repo_ids(self) -> dict[str, str]:
+        """``model.yaml`` ``source.repo`` -> catalog name, for every model that states one."""
+        from latencykernel.documents.common import read_yaml
+
+        out: dict[str, str] = {}
+        for name in self._model_dirs():
+            p = self.catalog / "models" / name / "model.yaml"
+            if not p.is_file():
+                continue
+            try:
+                data: Any = read_yaml(p)
+            except DocumentError:
+                continue
+            repo = data.get("source", {}).get("repo") if isinstance(data, dict) and isinstance(data.get("source"), dict) else None
+            if isinstance(repo, str):
+                out.setdefault(repo, name)
+        return out
+
+    # ------------------------------------------------------------------ lookups
+
+    def find_model(self, name_or_hf_id: str, *, setting: str = "model") -> str:
+        """The catalog name for a catalog directory name or a Hugging Face repo id."""
+        dirs = self._model_dirs()
+        if name_or_hf_id in dirs:
+            return name_or_hf_id
+        lowered = {d.lower(): d for d in dirs}
+        if name_or_hf_id.lower() in lowered:
+            return lowered[name_or_hf_id.lower()]
+        repos = self._repo_ids()
+        matches = sorted({n for r, n in repos.items() if r.lower() == name_or_hf_id.lower()})
+        with_graph = [m for m in matches if (self.catalog / "models" / m / "graph.yaml").is_file()]
+        if len(matches) == 1 or len(with_graph) == 1:
+            return (with_graph or matches)[0]
+        if len(matches) > 1:
+            raise DocumentError(f"{setting}: {name_or_hf_id!r} is the source of several catalog models "
+                                f"({', '.join(matches)}); name one", key=setting, value=name_or_hf_id)
+        known = dirs + list(repos)
+        raise DocumentError(
+            f"{setting}: {name_or_hf_id!r} is neither a catalog model under {self.catalog / 'models'} nor the "
+            f"Hugging Face repo of one; close names: {_listing(name_or_hf_id, known)}",
+            key=setting, value=name_or_hf_id,
+        )
+
+    def find_chip(self, name: str, *, setting: str = "hardware") -> str:
+        """The catalog chip for an exact file stem, else a unique prefix (``gb200`` -> ``gb200-nvl72``)."""
+        chips = self.list_chips()
+        if name in chips:
+            return name
+        lowered = [c for c in chips if c.lower() == name.lower()]
+        if len(lowered) == 1:
+            return lowered[0]
+        prefixed = [c for c in chips if c.lower().startswith(name.lower())]
+        if len(prefixed) == 1:
+            return prefixed[0]
+        if len(prefixed) > 1:
+            raise DocumentError(f"{setting}: {name!r} matches several chips ({', '.join(prefixed)}); name one",
+                                key=setting, value=name)
+        raise DocumentError(
+            f"{setting}: {name!r} is not a catalog chip under {self.catalog / 'hardware'}; available chips: "
+            f"{_listing(name, chips)}",
+            key=setting, value=name,
+        )
