@@ -50,13 +50,17 @@ def _applies(scope: Any, d: DeploymentScope) -> bool:
     return True
 
 
-def _scope_label(scope: Any) -> str:
+def _scope_label(scope: Any, d: DeploymentScope) -> str:
+    """The scope dimension that admitted the entry, naming the deployment's own value
+    (the Go kernel names the first listed value, which misleads for shared entries)."""
     hw = getattr(scope, "hardware", None)
     if hw:
-        return f"hardware: {hw[0]}"
+        others = len(hw) - 1
+        return f"hardware: {d.hardware}" + (f" (and {others} more)" if others else "")
     models = getattr(scope, "model", None)
     if models:
-        return f"model: {models[0]}"
+        others = len(models) - 1
+        return f"model: {d.model}" + (f" (and {others} more)" if others else "")
     return "unscoped"
 
 
@@ -120,7 +124,7 @@ def resolve_coefficients(
         set_names.append(set_name)
         for name, entry in entries:
             if _applies(entry.scope, scope):
-                values[name] = Resolved(name, float(entry.value), set_name, entry.method, _scope_label(entry.scope))
+                values[name] = Resolved(name, float(entry.value), set_name, entry.method, _scope_label(entry.scope, scope))
     if not values:
         raise RefusedError(
             f"no coefficient in the listed sets ({', '.join(set_names)}) applies to hardware "
