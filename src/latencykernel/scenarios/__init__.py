@@ -27,6 +27,7 @@ from latencykernel.scenarios.kv_decode import KvDecodeBatchScenario, MoeKvDecode
 from latencykernel.scenarios.metadata import Formula, evaluate_equation, output
 from latencykernel.scenarios.named import LEFT_OUT, Scenarios
 from latencykernel.scenarios.units import Q_, ureg
+from latencykernel.scenarios import golden
 from latencykernel.scenarios.workloads import KvGeometry, Workload
 
 __all__ = [

@@ -19,6 +19,13 @@ __all__ = ["Scenarios", "register", "NAMED", "LEFT_OUT", "FAMILIES"]
 FAMILIES: tuple[str, ...] = (
     "kv_decode",
     "decode_floor",
+    "weight_read",
+    "kv_footprint",
+    "experts",
+    "prefill",
+    "speculative",
+    "batching",
+    "context",
 )
 
 NAMED: dict[str, tuple[str, Callable[[], Any]]] = {}

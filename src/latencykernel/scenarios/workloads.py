@@ -79,6 +79,10 @@ class KvGeometry:
 
         return kv_bytes_per_token(self.n_kv, tp, self.head_dim, self.layers, dtype_bytes, self.latent)
 
+    def kv_bytes_per_token(self, kv_bytes_per_value: Any, tp: int = 1) -> pint.Quantity:
+        """``bytes_per_token`` as a quantity (``B/token``), from a byte quantity."""
+        return Q_(self.bytes_per_token(float(kv_bytes_per_value.to("B").magnitude), tp), "B/token")
+
 
 @dataclass(frozen=True)
 class ExpertGeometry:
@@ -200,8 +204,7 @@ class Workload:
 
     def kv_bytes_per_token(self, kv_bytes_per_value: Any, tp: int = 1) -> pint.Quantity:
         """Cache bytes per token (``B/token``) at ``kv_bytes_per_value`` (a byte quantity)."""
-        b = float(kv_bytes_per_value.to("B").magnitude) if hasattr(kv_bytes_per_value, "to") else float(kv_bytes_per_value)
-        return Q_(self.kv_bytes(b, tp), "B/token")
+        return self.require_kv().kv_bytes_per_token(kv_bytes_per_value, tp)
 
     def weights_read(self, weight_bytes_per_param: Any, tokens: int) -> pint.Quantity:
         """Bytes a step over ``tokens`` tokens reads from the weights (touched experts only)."""

@@ -1,0 +1,113 @@
+"""Where batching stops paying: a fixed cost per batch plus a cost per request."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import pint
+
+from latencykernel.scenarios.base import InputDoc, Scenario
+from latencykernel.scenarios.errors import ScenarioInputError
+from latencykernel.scenarios.metadata import output
+from latencykernel.scenarios.named import register
+from latencykernel.scenarios.units import Q_, as_quantity, nonnegative_int, quantity
+
+__all__ = ["BatchingKneeScenario"]
+
+
+def _samples(s: "BatchingKneeScenario") -> list[dict[str, Any]]:
+    return [{"batch_size": b} for b in (s.batch_sizes or (1, 8, 64))]
+
+
+@dataclass(frozen=True, kw_only=True)
+class BatchingKneeScenario(Scenario):
+    """Batch service time S(B) = t_0 + B·t_req: where throughput turns over."""
+
+    fixed_time: pint.Quantity
+    per_request_time: pint.Quantity
+    batch_sizes: tuple[int, ...] = ()
+
+    family: ClassVar[str] = "batching"
+    mlsysim_type: ClassVar[str | None] = "BatchingKneeScenario"
+    summary: ClassVar[str] = (
+        "A batch costs a fixed time (a weight read, launches) plus a time per request (its own cache): "
+        "throughput rises towards 1/t_req and the knee B = t_0/t_req is where half of it is reached."
+    )
+    equation: ClassVar[str] = "S(B) = t_0 + B·t_req; X(B) = B / S(B) → 1/t_req; knee = t_0 / t_req"
+    assumptions: ClassVar[tuple[str, ...]] = ("service time linear in the batch",)
+    excludes: ClassVar[tuple[str, ...]] = ("compute saturation at large batches", "memory capacity")
+    inputs_doc: ClassVar[tuple[InputDoc, ...]] = (
+        InputDoc("fixed_time", "Quantity [time]", "cost of a batch whatever its size"),
+        InputDoc("per_request_time", "Quantity [time]", "cost each request adds"),
+        InputDoc("batch_sizes", "list[int]", "batches to report"),
+    )
+
+    def _validate(self) -> None:
+        self._set("fixed_time", as_quantity("fixed_time", self.fixed_time, "s", nonnegative=True))
+        self._set("per_request_time", as_quantity("per_request_time", self.per_request_time, "s", positive=True))
+        if isinstance(self.batch_sizes, (str, bytes)) or not hasattr(self.batch_sizes, "__iter__"):
+            raise ScenarioInputError(f"batch_sizes={self.batch_sizes!r} must be a list of ints", argument="batch_sizes",
+                                     value=self.batch_sizes)
+        self._set("batch_sizes", tuple(nonnegative_int("batch_sizes", b) for b in self.batch_sizes))
+        self._set("_t0", float(self.fixed_time.to("s").magnitude))
+        self._set("_tr", float(self.per_request_time.to("s").magnitude))
+
+    def _s(self, batch_size: Any) -> tuple[int, float]:
+        b = nonnegative_int("batch_size", batch_size)
+        return b, self._t0 + b * self._tr  # type: ignore[attr-defined]
+
+    @output(equation="fixed_time / per_request_time", returns="float")
+    def knee(self) -> float:
+        """Batch at which the per-request work equals the fixed cost (half the asymptotic throughput)."""
+        return self._t0 / self._tr  # type: ignore[attr-defined,no-any-return]
+
+    @output(equation="fixed_time + batch_size * per_request_time", unit="ms", samples=_samples)
+    def service_time(self, batch_size: int) -> pint.Quantity:
+        """Time to serve one batch."""
+        return quantity(self._s(batch_size)[1], "s", "ms")
+
+    @output(equation="batch_size / service_time(batch_size)", unit="1/s", samples=_samples)
+    def throughput(self, batch_size: int) -> pint.Quantity:
+        """Requests per second at back-to-back batches."""
+        b, s = self._s(batch_size)
+        return Q_(b / s, "1/s")
+
+    @output(equation="service_time(batch_size) / batch_size", unit="ms", samples=_samples)
+    def time_per_request(self, batch_size: int) -> pint.Quantity:
+        """Batch time shared over its requests."""
+        b, s = self._s(batch_size)
+        if b == 0:
+            raise ScenarioInputError("time_per_request needs batch_size >= 1", argument="batch_size", value=b)
+        return quantity(s / b, "s", "ms")
+
+    @output(equation="fixed_time / service_time(batch_size)", returns="float", samples=_samples)
+    def fixed_share(self, batch_size: int) -> float:
+        """Share of the batch time that is fixed cost."""
+        return self._t0 / self._s(batch_size)[1]  # type: ignore[attr-defined,no-any-return]
+
+    @output(equation="throughput(batch_size) * per_request_time", returns="float", samples=_samples)
+    def throughput_share(self, batch_size: int) -> float:
+        """Throughput as a share of its ceiling 1/t_req."""
+        b, s = self._s(batch_size)
+        return b * self._tr / s  # type: ignore[attr-defined,no-any-return]
+
+
+def _knee(key: str, name: str, description: str, t0: Any, tr: Any, batches: tuple[int, ...] = (),
+          sources: tuple[str, ...] = ()) -> BatchingKneeScenario:
+    return BatchingKneeScenario(key=key, name=name, description=description, sources=sources, fixed_time=t0,
+                                per_request_time=tr, batch_sizes=batches)
+
+
+register("LlmDecodeBatchingKnee")(lambda: _knee(
+    "LlmDecodeBatchingKnee", "LLM decode batch: 40 ms fixed, 0.5 ms per sequence",
+    "About 40 ms streams a 70B model's FP16 weights through one H100's HBM (Llama3_70B_DecodeH100); 0.5 ms reads "
+    "one sequence's own KV state.", Q_(40, "ms"), Q_(0.5, "ms")))
+register("ResNet50EagerFp16BatchingH100")(lambda: _knee(
+    "ResNet50EagerFp16BatchingH100", "ResNet-50 eager FP16 batches on one H100",
+    "Fixed cost per pass (kernel issue, per-kernel floor, one weight read) plus device work per image, from the "
+    "shared ResNet-50 H100 profile.", Q_(3.495257929552239, "ms"), Q_(32.861476238624874, "µs"), (1, 8, 32, 128),
+    ("fixed_time and per_request_time as mlsysim's ResNet-50 H100 profile states them",)))
+register("VisionBatchingKnee")(lambda: _knee(
+    "VisionBatchingKnee", "Vision batch: 2 ms fixed, 1 ms per image",
+    "A compute-bound vision model whose fixed cost per batch is small.", Q_(2, "ms"), Q_(1, "ms")))

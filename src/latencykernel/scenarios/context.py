@@ -1,0 +1,126 @@
+"""Context windows: how their cost grows, and what a request may put in them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import pint
+
+from latencykernel.scenarios.base import InputDoc, Scenario
+from latencykernel.scenarios.metadata import output
+from latencykernel.scenarios.named import register
+from latencykernel.scenarios.units import Q_, count
+
+__all__ = ["ContextGrowthScenario", "ContextAdmissionScenario"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContextGrowthScenario(Scenario):
+    """A context window grown from ``base_tokens`` to ``tokens``."""
+
+    base_tokens: int
+    tokens: int
+
+    family: ClassVar[str] = "context"
+    mlsysim_type: ClassVar[str | None] = "ContextGrowthScenario"
+    summary: ClassVar[str] = (
+        "A kept cache grows with the length ratio; attention's score work and stored scores with its square."
+    )
+    equation: ClassVar[str] = "r = T / T_0; cache × r; scores × r²"
+    assumptions: ClassVar[tuple[str, ...]] = ("full (not windowed or sparse) attention",)
+    excludes: ClassVar[tuple[str, ...]] = ("the weights, which do not grow",)
+    inputs_doc: ClassVar[tuple[InputDoc, ...]] = (
+        InputDoc("base_tokens", "int [tokens] ≥ 1", "the original window"),
+        InputDoc("tokens", "int [tokens] ≥ 1", "the grown window"),
+    )
+
+    def _validate(self) -> None:
+        self._set("base_tokens", count("base_tokens", self.base_tokens, "token", minimum=1))
+        self._set("tokens", count("tokens", self.tokens, "token", minimum=1))
+
+    @output(equation="tokens / base_tokens", returns="float")
+    def ratio(self) -> float:
+        """Growth of the window (and of a kept cache)."""
+        return self.tokens / self.base_tokens
+
+    @output(equation="(tokens / base_tokens) ** 2", returns="float")
+    def score_ratio(self) -> float:
+        """Growth of attention's score work and stored scores."""
+        return (self.tokens / self.base_tokens) ** 2
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContextAdmissionScenario(Scenario):
+    """A serialized request (text plus an image charge) against a window with a reserved reply."""
+
+    window: int
+    output_reserve: int
+    text_tokens: int
+    image_tokens: int = 0
+
+    family: ClassVar[str] = "context"
+    mlsysim_type: ClassVar[str | None] = "ContextAdmissionScenario"
+    summary: ClassVar[str] = "Whether a request's text and image positions fit the window once the reply is reserved."
+    equation: ClassVar[str] = "admitted ⇔ text + image ≤ window − reply reserve"
+    assumptions: ClassVar[tuple[str, ...]] = ("the image costs a fixed number of positions",)
+    excludes: ClassVar[tuple[str, ...]] = ("truncation or summarisation policies",)
+    inputs_doc: ClassVar[tuple[InputDoc, ...]] = (
+        InputDoc("window", "int [tokens]", "the model's context window"),
+        InputDoc("output_reserve", "int [tokens]", "positions kept for the reply"),
+        InputDoc("text_tokens", "int [tokens]", "the serialized text"),
+        InputDoc("image_tokens", "int [tokens]", "positions the vision front end charges"),
+    )
+
+    def _validate(self) -> None:
+        for name in ("window", "output_reserve", "text_tokens", "image_tokens"):
+            self._set(name, count(name, getattr(self, name), "token"))
+
+    def symbols(self) -> dict[str, object]:
+        s = super().symbols()
+        for name in ("window", "output_reserve", "text_tokens", "image_tokens"):
+            s[name] = Q_(getattr(self, name), "token")
+        return s
+
+    @output(equation="window - output_reserve", unit="token")
+    def input_ceiling(self) -> pint.Quantity:
+        """Positions left for the input."""
+        return Q_(self.window - self.output_reserve, "token")
+
+    @output(equation="input_ceiling - text_tokens", unit="token")
+    def headroom(self) -> pint.Quantity:
+        """Positions left after the text alone."""
+        return Q_(self.window - self.output_reserve - self.text_tokens, "token")
+
+    @output(equation="text_tokens + image_tokens + output_reserve", unit="token")
+    def total_demand(self) -> pint.Quantity:
+        """Positions the whole request needs, the reserved reply included."""
+        return Q_(self.text_tokens + self.image_tokens + self.output_reserve, "token")
+
+    @output(equation="total_demand - window", unit="token")
+    def excess(self) -> pint.Quantity:
+        """Positions over the window (negative: room to spare)."""
+        return Q_(self.text_tokens + self.image_tokens + self.output_reserve - self.window, "token")
+
+    @output(equation="total_demand <= window", returns="bool")
+    def admitted(self) -> bool:
+        """Whether the request fits."""
+        return self.text_tokens + self.image_tokens <= self.window - self.output_reserve
+
+
+for _key, _t in (("BertWindowToFourK", 4096), ("BertWindowToOneK", 1024), ("BertWindowToTwoK", 2048)):
+    _names = {4096: "BERT's 512 learned positions against a 4,096-token input", 1024: "BERT's window doubled",
+              2048: "BERT's window quadrupled"}
+    register(_key)(lambda _k=_key, _t=_t, _n=_names[_t]: ContextGrowthScenario(
+        key=_k, name=_n, description="Score memory grows with the square of the length ratio.", base_tokens=512,
+        tokens=_t))
+
+
+@register("MultimodalContextAdmission")
+def _mm() -> ContextAdmissionScenario:
+    return ContextAdmissionScenario(
+        key="MultimodalContextAdmission", name="Text request plus a screenshot against an 8,192-token window",
+        description="A 6,000-token serialized text request with 1,024 tokens reserved for the reply; the vision front "
+        "end charges 2,048 positions for the image.", window=8192, output_reserve=1024, text_tokens=6000,
+        image_tokens=2048,
+    )
