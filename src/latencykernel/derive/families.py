@@ -104,7 +104,7 @@ def _is_qwen_moe_layer(c: Cfg, i: int) -> bool:
 
 
 def moe_gqa(ctx: Ctx) -> Derived:
-    """Mixtral (num_local_experts) and Qwen2/Qwen3-MoE (num_experts, optional shared
+    """Mixtral and Granite-MoE (num_local_experts) and Qwen2/Qwen3-MoE (num_experts, optional shared
     expert, dense layers listed in mlp_only_layers)."""
     c = ctx.cfg
     hidden = c.hidden
