@@ -45,7 +45,7 @@ def _need(coeffs: "Coefficients", name: str) -> float:
     if v is None:
         raise RefusedError(
             f"memory occupancy needs {name}; list cost-model-memory and cost-model-primitives among the "
-            f"scenario's coefficients (values in force: {', '.join(coeffs.names())})",
+            f"scenario's coefficients ({coeffs.near(name)})",
             setting="coefficients",
             value=name,
         )

@@ -102,12 +102,21 @@ class Coefficients:
         if r is None:
             raise RefusedError(
                 f"{needed_for} needs the coefficient {name}, which no listed coefficient set "
-                f"provides for this deployment; add it to a set the scenario lists "
-                f"(values in force: {', '.join(self.names()) or 'none'})",
+                f"provides for this deployment; add it to a set the scenario lists ({self.near(name)})",
                 setting="coefficients",
                 value=name,
             )
         return r.value
+
+    def near(self, name: str) -> str:
+        """A short description of the values in force that resemble ``name``."""
+        import difflib
+
+        close = difflib.get_close_matches(name, self._values, n=6, cutoff=0.6)
+        stem = name.rsplit("_", 1)[0]
+        close += [n for n in self.names() if n.startswith(stem) and n not in close][: 6 - len(close)]
+        listed = f"close names in force: {', '.join(close)}" if close else "no close name is in force"
+        return f"{listed}; {len(self._values)} values in force in all"
 
     def measured_widths(self, op: str, chip_key: str) -> list[int]:
         """Rank widths with all three collective parameters for (op, chip)."""
