@@ -155,6 +155,7 @@ def test_edits_are_validated_like_files(repos: Repos) -> None:
          "deployment", "expected an integer, got '16'"),
         (lambda i: setattr(i.chip, "SMCount", 0), "SMCount", "chip", "must be at least 1"),
         (lambda i: setattr(i.model.global_, "weight_dtype", "fp6"), "global.weight_dtype", "model", "'fp6' is not one"),
+        (lambda i: i.model.layer_kinds[0].edges.append([2, 0]), "layer_kinds[0].edges", "model", "form a cycle"),
         (lambda i: setattr(i.coefficients[1].entries()[0][1], "method", "assumed"),
          "coefficients[0].hbm_derate.rationale", "coefficients[1]", "needs a rationale"),
         (lambda i: setattr(i.storage["cpu_dram"], "base_latency_us", -1), "cpu_dram.base_latency_us", "storage",
@@ -179,8 +180,19 @@ def test_cached_documents_are_not_shared_between_opens(repos: Repos) -> None:
     a = open_inputs("tiny-h100.yaml", repos)
     a.deployment.pools[0].engine.cache_dtype = "bfloat16"
     a.chip.SMCount = 1
+    a.model.layer_kinds[0].nodes[0].n = 7
     b = open_inputs("tiny-h100.yaml", repos)
     assert b.deployment.pools[0].engine.cache_dtype == "fp8" and b.chip.SMCount == 132
+    assert b.model.layer_kinds[0].nodes[0].n == 2560
+    a.coefficients[0].entries()[0][1].value = 2.0
+    assert b.coefficients[0].entries()[0][1].value == 0.9
+    assert open_inputs("tiny-h100.yaml", repos).coefficients[0].entries()[0][1].value == 0.9
+    out = validate_inputs(a)
+    assert out.coefficients[0].entries()[0][1].value == 2.0  # an edit is kept (and validated)
+    assert out.coefficients[0] is not a.coefficients[0]
+    c = validate_inputs(b)
+    assert c.coefficients[1] == b.coefficients[1] and c.coefficients[1] is not b.coefficients[1]
+    assert validate_inputs(c).model == b.model
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from latencykernel.documents.chip import Chip, load_chip
 from latencykernel.documents.coefficients import CoefficientSet, load_coefficient_set
-from latencykernel.documents.common import MEMORY, show, validate
+from latencykernel.documents.common import MEMORY, copy_if_unchanged, show, validate
 from latencykernel.documents.fabric import Fabric, load_fabric
 from latencykernel.documents.graph import ModelGraph, load_graph
 from latencykernel.documents.rules import EngineRules, lookup_rules
@@ -115,6 +115,13 @@ def _revalidate(model_cls: type[M], obj: Any, file: str, prefix: str = "") -> M:
     return validate(model_cls, data, file, prefix)
 
 
+def _recheck(model_cls: type[M], obj: Any, file: str) -> M:
+    """Like ``_revalidate``, but a large document still equal to what its loader validated is
+    only copied (cheaper than a second validation)."""
+    same = copy_if_unchanged(obj) if isinstance(obj, model_cls) else None
+    return same if same is not None else _revalidate(model_cls, obj, file)
+
+
 def validate_inputs(inputs: Inputs) -> Inputs:
     """Re-run every field and cross-document check; return a validated deep copy.
 
@@ -127,7 +134,7 @@ def validate_inputs(inputs: Inputs) -> Inputs:
     deployment = _revalidate(Deployment, inputs.deployment, name("deployment", MEMORY))
     check_bundle(scenario, deployment, name("scenario", MEMORY))
     _check_pool(deployment, inputs.pool, name("deployment", MEMORY))
-    model = _revalidate(ModelGraph, inputs.model, name("model", MEMORY))
+    model = _recheck(ModelGraph, inputs.model, name("model", MEMORY))
     chip = _revalidate(Chip, inputs.chip, name("chip", MEMORY))
     chip.name = getattr(inputs.chip, "name", "") or scenario.cluster.hardware
     fabric: Fabric | None = None
@@ -138,9 +145,8 @@ def validate_inputs(inputs: Inputs) -> Inputs:
     if not isinstance(inputs.storage, dict):
         raise DocumentError(f"{sf}: expected a map of storage classes, got {show(inputs.storage)}", file=sf)
     storage = {k: _revalidate(StorageClass, v, sf, prefix=str(k)) for k, v in inputs.storage.items()}
-    coefficients = [
-        _revalidate(CoefficientSet, s, name(f"coefficients[{i}]", MEMORY)) for i, s in enumerate(inputs.coefficients)
-    ]
+    coefficients = [_recheck(CoefficientSet, s, name(f"coefficients[{i}]", MEMORY))
+                    for i, s in enumerate(inputs.coefficients)]
     if not isinstance(inputs.rules, EngineRules):
         raise DocumentError(f"rules: expected EngineRules (see lookup_rules), got {show(inputs.rules)}",
                             key="rules", value=inputs.rules)

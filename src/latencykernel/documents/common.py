@@ -16,6 +16,7 @@ import os
 import re
 import types
 import typing
+import weakref
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable, Literal, TypeVar, get_args, get_origin
@@ -27,6 +28,8 @@ from latencykernel.errors import DocumentError
 
 __all__ = [
     "StrictModel",
+    "note_origin",
+    "copy_if_unchanged",
     "Invalid",
     "MEMORY",
     "read_yaml",
@@ -151,6 +154,27 @@ _CACHE: OrderedDict[tuple[str, str, int, int], Any] = OrderedDict()
 _CACHE_SIZE = 128
 
 
+# copy handed out -> (weak reference to it, the validated cached original)
+_ORIGINS: dict[int, tuple[weakref.ref[Any], Any]] = {}
+
+
+def note_origin(obj: Any, original: Any) -> None:
+    """Record that ``obj`` is a copy of the validated document ``original``."""
+    key = id(obj)
+    _ORIGINS[key] = (weakref.ref(obj, lambda _r, key=key: _ORIGINS.pop(key, None)), original)
+
+
+def copy_if_unchanged(obj: Any) -> Any:
+    """A fresh copy of ``obj`` if it still equals the validated document it was copied from
+    (so it needs no second validation), else ``None``."""
+    entry = _ORIGINS.get(id(obj))
+    if entry is None or entry[0]() is not obj or obj != entry[1]:
+        return None
+    out = fast_copy(entry[1])
+    note_origin(out, entry[1])
+    return out
+
+
 def cached(kind: str, path: str | os.PathLike[str], build: Callable[[Path], T]) -> T:
     """``build(path)`` once per (kind, resolved path, mtime_ns, size); returns a deep copy."""
     p = Path(path)
@@ -170,7 +194,10 @@ def cached(kind: str, path: str | os.PathLike[str], build: Callable[[Path], T]) 
             _CACHE.popitem(last=False)
     else:
         _CACHE.move_to_end(key)
-    return fast_copy(hit)
+    out = fast_copy(hit)
+    if isinstance(out, BaseModel):
+        note_origin(out, hit)
+    return out
 
 
 _ATOMS = (str, int, float, bool, type(None))
