@@ -90,7 +90,8 @@ def test_fabric(tmp_path: Path) -> None:
     assert ei.value.key == "InterNodeBwGBps" and "must be greater than 0" in str(ei.value)
     with pytest.raises(DocumentError) as ei:
         load_fabric(put(tmp_path, "networks/bad2.yaml", "InterNodeBwGBps: 25\nInterNodeBwGbps: 3\n"))
-    assert "unknown key 'InterNodeBwGbps' (did you mean 'InterNodeBwGBps'?)" in str(ei.value)
+    assert "unknown key 'InterNodeBwGbps'; accepted keys are: " in str(ei.value)
+    assert str(ei.value).endswith("; did you mean 'InterNodeBwGBps'?")
 
 
 STORAGE = """\

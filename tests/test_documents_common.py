@@ -125,3 +125,22 @@ def test_messages_are_plain_sentences(tmp_path: Path) -> None:
     assert msg == f"{p}: SMCount: expected an integer, got 'many'"
     assert "pydantic" not in msg and "Input should" not in msg
     assert ei.value.__cause__ is None and ei.value.__suppress_context__
+
+
+def test_a_warm_open_parses_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from latencykernel.documents import chip as chip_module
+
+    calls: list[Path] = []
+    real = chip_module._parse_chip
+
+    def counting(path: Path):  # type: ignore[no-untyped-def]
+        calls.append(path)
+        return real(path)
+
+    monkeypatch.setattr(chip_module, "_parse_chip", counting)
+    p = write(tmp_path, "hardware/w.yaml", CHIP)
+    for _ in range(3):
+        assert load_chip(p).name == "w"
+    assert len(calls) == 1
+    assert load_chip(tmp_path / "hardware" / ".." / "hardware" / "w.yaml").SMCount == 132
+    assert len(calls) == 1  # the same file by another spelling of its path

@@ -124,7 +124,7 @@ def test_deployment_defects_are_plain_sentences(tmp_path: Path, old: str, new: s
         ("coefficients: [set-a]", "coefficients: []", "coefficients", "must list at least 1 item(s), got 0"),
         ("  nodes: 1\n", "  nodes: 1\n  gpus_per_rack: 12\n", "cluster.gpus_per_rack",
          "12 is not a multiple of gpus_per_node 8"),
-        ("  hardware: h100", "  hardwre: h100", "cluster.hardwre", "unknown key 'hardwre' (did you mean 'hardware'?)"),
+        ("  hardware: h100", "  hardwre: h100", "cluster.hardwre", "accepted keys are: hardware, fabric, nodes, gpus_per_node, gpus_per_rack, storage; did you mean 'hardware'?"),
         ("kind: Scenario", "kind: Scenery", "kind", "'Scenery' is not one of Scenario"),
         ("name: s1\n", "name: s1\nworkload: {shape: chatbot, trace: {data: x.csv}}\n", "workload",
          "state exactly one of 'shape'"),

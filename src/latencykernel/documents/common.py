@@ -425,10 +425,10 @@ def to_document_error(
         accepted = accepted_keys(_model_at(model_cls, loc[:-1]))
         unknown = str(loc[-1]) if loc else ""
         text = f"unknown key '{unknown}'"
+        text += f"; accepted keys are: {', '.join(accepted)}" if accepted else ""
         guess = difflib.get_close_matches(unknown, accepted, n=1, cutoff=0.6)
         if guess:
-            text += f" (did you mean '{guess[0]}'?)"
-        text += f"; accepted keys are: {', '.join(accepted)}" if accepted else ""
+            text += f"; did you mean '{guess[0]}'?"
     else:
         inv = ctx.get("error")
         sub = inv.key if isinstance(inv, Invalid) else ""
