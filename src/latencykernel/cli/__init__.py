@@ -43,10 +43,9 @@ def main() -> None:
         sys.exit(e.exit_code)
     except typer.Abort:
         sys.exit(1)
-    except Exception as e:  # click usage errors
-        import click
-
-        if isinstance(e, click.ClickException):
+    except Exception as e:
+        # usage errors (typer may vendor its own click, so recognise them by shape)
+        if hasattr(e, "show") and hasattr(e, "exit_code"):
             e.show()
             sys.exit(2)
         raise

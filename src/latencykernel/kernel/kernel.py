@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from latencykernel.batch import RESOURCES, Batch, Resource, StepEstimate
+from latencykernel.errors import LatencyKernelError
 from latencykernel.kernel.constants import StepConstants
 from latencykernel.kernel.memory import MemoryBreakdown
 from latencykernel.kernel.step import price_step
@@ -199,7 +200,7 @@ class Kernel:
         value by default, vLLM's 0.92 when unstated) minus fixed and pre-snapshot bytes."""
         util = self._info["gpu_memory_utilization"] if gpu_memory_utilization is None else gpu_memory_utilization
         if not 0 < util <= 1:
-            raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {util}")
+            raise LatencyKernelError(f"gpu_memory_utilization must be in (0, 1], got {util}")
         total = self._inputs.chip.MemoryGiB * (1 << 30)
         return int(total * util) - self._memory.total - self._pre
 
