@@ -41,8 +41,7 @@ def from_hf(
 ) -> None:
     """Print the BLIS graph.yaml derived from CONFIG_JSON."""
     doc = derive_graph_from_file(config_json, name=name)
-    typer.echo(render_graph_yaml(doc, config_json.name if name is None else f"{name}/config.json"),
-               nl=False)
+    typer.echo(render_graph_yaml(doc, str(config_json)), nl=False)
 
 
 def _load_graph(model_or_graph: str) -> tuple[str, Any]:

@@ -71,7 +71,7 @@ class Cfg:
             value=value,
         )
 
-    def int(self, key: str, default: int | None = None) -> int:
+    def count(self, key: str, default: int | None = None) -> int:
         """A positive-or-zero integer field; required unless ``default`` is given."""
         v = self._lookup(key)
         if v is _MISSING or v is None:
@@ -91,7 +91,7 @@ class Cfg:
 
     def pos(self, key: str, default: int | None = None) -> int:
         """A strictly positive integer field."""
-        v = self.int(key, default)
+        v = self.count(key, default)
         if v <= 0:
             raise self._bad(key, "must be a positive integer", v)
         return v
@@ -109,7 +109,7 @@ class Cfg:
             key=keys[0],
         )
 
-    def bool(self, key: str, default: bool) -> bool:
+    def flag(self, key: str, default: bool) -> bool:
         v = self._lookup(key)
         if v is _MISSING or v is None:
             return default
@@ -117,7 +117,7 @@ class Cfg:
             raise self._bad(key, "must be true or false", v)
         return v
 
-    def list(self, key: str) -> list[Any] | None:
+    def seq(self, key: str) -> list[Any] | None:
         v = self._lookup(key)
         if v is _MISSING or v is None:
             return None

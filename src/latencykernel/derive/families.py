@@ -50,7 +50,7 @@ def attention_kinds(c: Cfg) -> list[tuple[str, int | None]]:
       ``max_window_layers`` on (transformers' Qwen2Config rule).
     """
     n = c.layers
-    types = c.list("layer_types")
+    types = c.seq("layer_types")
     window = c.get("sliding_window")
     if types is not None:
         if len(types) < n:
@@ -71,9 +71,9 @@ def attention_kinds(c: Cfg) -> list[tuple[str, int | None]]:
     if isinstance(max_pos, int) and w >= max_pos:
         return [("gqa", None)] * n  # the window never binds
     if "use_sliding_window" in c.raw or "use_sliding_window" in c.text:
-        if not c.bool("use_sliding_window", False):
+        if not c.flag("use_sliding_window", False):
             return [("gqa", None)] * n
-        first = c.int("max_window_layers", 0)
+        first = c.count("max_window_layers", 0)
         return [("swa", w) if i >= first else ("gqa", None) for i in range(n)]
     return [("swa", w)] * n
 
@@ -96,9 +96,9 @@ def dense_gqa(ctx: Ctx) -> Derived:
 
 def _is_qwen_moe_layer(c: Cfg, i: int) -> bool:
     """Qwen2/3-MoE: MoE unless listed in mlp_only_layers, every decoder_sparse_step."""
-    if c.int("num_experts", 0) == 0:
+    if c.count("num_experts", 0) == 0:
         return False
-    only = c.list("mlp_only_layers") or []
+    only = c.seq("mlp_only_layers") or []
     step = c.pos("decoder_sparse_step", 1)
     return i not in only and (i + 1) % step == 0
 
@@ -117,7 +117,7 @@ def moe_gqa(ctx: Ctx) -> Derived:
                           c.pos("num_experts_per_tok"), weight_dtype=ctx.expert_dtype)
             moe = True
         elif _is_qwen_moe_layer(c, i):
-            shared_inter = c.int("shared_expert_intermediate_size", 0)
+            shared_inter = c.count("shared_expert_intermediate_size", 0)
             mlp = moe_mlp(hidden, c.pos("moe_intermediate_size"), c.pos("num_experts"),
                           c.pos("num_experts_per_tok"), shared=1 if shared_inter else 0,
                           shared_inter=shared_inter or None, weight_dtype=ctx.expert_dtype)
@@ -151,11 +151,11 @@ def minimax_m2(ctx: Ctx) -> Derived:
     (use_mtp / num_mtp_modules) are not served by any engine's speculative method in the
     rules pack, so no speculator is written."""
     c = ctx.cfg
-    types = c.list("attn_type_list")
+    types = c.seq("attn_type_list")
     if types is not None and any(t != 1 for t in types[: c.layers]):
         raise c._bad("attn_type_list", "marks lightning-attention layers (MiniMax-01), "
                      "which this deriver does not model", types)
-    shared_inter = c.int("shared_intermediate_size", 0)
+    shared_inter = c.count("shared_intermediate_size", 0)
     layers = []
     for _ in range(c.layers):
         mlp = moe_mlp(c.hidden, c.pos("intermediate_size"), c.pos("num_local_experts"),
@@ -218,17 +218,17 @@ def minimax_m3(ctx: Ctx) -> Derived:
         else:
             attn = _attn(c, "gqa", None)
         if moe_flags[i]:
-            shared = c.int("n_shared_experts", 0)
+            shared = c.count("n_shared_experts", 0)
             mlp = moe_mlp(hidden, c.pos("intermediate_size"), c.pos("num_local_experts"),
                           c.pos("num_experts_per_tok"), shared=shared,
-                          shared_inter=c.int("shared_intermediate_size", 0) or None,
+                          shared_inter=c.count("shared_intermediate_size", 0) or None,
                           weight_dtype=ctx.expert_dtype)
         else:
             mlp = dense_mlp(hidden, c.pos("dense_intermediate_size"))
         kind = ("sparse_attn_" if sparse_flags[i] else "attn_") + ("moe" if moe_flags[i] else "dense")
         layers.append(Layer("dense" if kind == "attn_dense" else kind, attn + mlp))
     spec = None
-    mtp = c.int("num_mtp_modules", 0)
+    mtp = c.count("num_mtp_modules", 0)
     if mtp:
         spec = Speculator("minimax_m3_mtp", mtp, [layers[-1].id])
     return Derived(layers, speculator=spec, multimodal=c.is_multimodal)
@@ -251,7 +251,7 @@ def gpt2(ctx: Ctx) -> Derived:
 
 def _hybrid_layer_types(c: Cfg) -> list[str]:
     n = c.layers
-    types = c.list("layer_types")
+    types = c.seq("layer_types")
     if types is not None:
         if len(types) < n:
             raise c._bad("layer_types", f"lists fewer than num_hidden_layers={n} layers", types)
@@ -286,9 +286,9 @@ def qwen_hybrid(ctx: Ctx) -> Derived:
     state_dtype = TORCH_DTYPES.get(str(ssm).lower()) if ssm is not None else None
     if ssm is not None and state_dtype is None:
         raise c._bad("mamba_ssm_dtype", f"is not one of {sorted(TORCH_DTYPES)}", ssm)
-    gated = c.bool("attn_output_gate", True)
+    gated = c.flag("attn_output_gate", True)
     n_q, n_kv, d_h = c.n_q, c.n_kv, c.head_dim
-    moe = c.int("num_experts", 0) > 0
+    moe = c.count("num_experts", 0) > 0
     layers: list[Layer] = []
     for i, t in enumerate(_hybrid_layer_types(c)):
         if t == "linear_attention":
@@ -305,7 +305,7 @@ def qwen_hybrid(ctx: Ctx) -> Derived:
                                   q_width=(2 if gated else 1) * n_q * d_h)
         layer_moe = moe and _is_qwen_moe_layer(c, i)
         if layer_moe:
-            shared_inter = c.int("shared_expert_intermediate_size", 0)
+            shared_inter = c.count("shared_expert_intermediate_size", 0)
             mlp = moe_mlp(hidden, c.pos("moe_intermediate_size"), c.pos("num_experts"),
                           c.pos("num_experts_per_tok"), shared=1 if shared_inter else 0,
                           shared_inter=shared_inter or None, weight_dtype=ctx.expert_dtype)
@@ -315,7 +315,7 @@ def qwen_hybrid(ctx: Ctx) -> Derived:
         kid = f"{prefix}_moe" if layer_moe else ("dense" if prefix == "attn" else "gdn_dense")
         layers.append(Layer(kid, mixer + mlp))
     spec = None
-    mtp = c.int("mtp_num_hidden_layers", 0) or c.int("num_nextn_predict_layers", 0)
+    mtp = c.count("mtp_num_hidden_layers", 0) or c.count("num_nextn_predict_layers", 0)
     if mtp:
         full = [layer.id for layer in layers if not layer.id.startswith("gdn")]
         if not full:

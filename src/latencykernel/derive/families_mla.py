@@ -82,15 +82,15 @@ def mla_attention(c: Cfg) -> list[Node]:
 def _is_moe_layer(c: Cfg, i: int) -> bool:
     """DeepSeek rule: routed experts from layer first_k_dense_replace on, every
     moe_layer_freq layers."""
-    if c.int("n_routed_experts", 0) == 0:
+    if c.count("n_routed_experts", 0) == 0:
         return False
-    return i >= c.int("first_k_dense_replace", 0) and i % c.pos("moe_layer_freq", 1) == 0
+    return i >= c.count("first_k_dense_replace", 0) and i % c.pos("moe_layer_freq", 1) == 0
 
 
 def _moe(ctx: Ctx) -> list[Node]:
     c = ctx.cfg
     return moe_mlp(c.hidden, c.pos("moe_intermediate_size"), c.pos("n_routed_experts"),
-                   c.pos("num_experts_per_tok"), shared=c.int("n_shared_experts", 0),
+                   c.pos("num_experts_per_tok"), shared=c.count("n_shared_experts", 0),
                    weight_dtype=ctx.expert_dtype)
 
 
@@ -110,7 +110,7 @@ def deepseek_mla(ctx: Ctx) -> Derived:
         else:
             layers.append(Layer("attn_dense", mla_attention(c) + dense_mlp(c.hidden, c.pos("intermediate_size"))))
     spec = None
-    mtp = c.int("num_nextn_predict_layers", 0)
+    mtp = c.count("num_nextn_predict_layers", 0)
     if mtp:
         spec = Speculator("deepseek_mtp", mtp, [layers[-1].id], mtp)
     return Derived(layers, speculator=spec, multimodal=c.is_multimodal)
@@ -156,7 +156,7 @@ def deepseek_v4(ctx: Ctx) -> Derived:
     The hyper-connection mixing (hc_mult) is a few small matrices and is not priced."""
     c = ctx.cfg
     n = c.layers
-    ratios = c.list("compress_ratios") or [0] * n
+    ratios = c.seq("compress_ratios") or [0] * n
     if len(ratios) < n:
         raise c._bad("compress_ratios", f"lists fewer than num_hidden_layers={n} ratios", ratios)
     layers: list[Layer] = []
@@ -166,7 +166,7 @@ def deepseek_v4(ctx: Ctx) -> Derived:
         kid, attn = _v4_attention(c, ratio)
         layers.append(Layer(kid, attn + _moe(ctx)))
     spec = None
-    mtp = c.int("num_nextn_predict_layers", 0)
+    mtp = c.count("num_nextn_predict_layers", 0)
     if mtp:
         spec = Speculator("deepseek_mtp", mtp, [layers[0].id], mtp)
     return Derived(layers, speculator=spec, multimodal=c.is_multimodal)

@@ -276,7 +276,7 @@ def derive_graph_from_file(config_json: str | Path, *, name: str | None = None) 
     return derive_graph_from_bytes(data, name=graph_name, path=p.name, file=str(p))
 
 
-class _NoAliasDumper(yaml.SafeDumper):
+class _NoAliasDumper(yaml.SafeDumper):  # type: ignore[misc]
     def ignore_aliases(self, data: Any) -> bool:
         return True
 
