@@ -198,6 +198,7 @@ _FUNCTIONS: dict[str, Any] = {
     "int": int,
     "len": len,
     "product": math.prod,
+    "str": str,
 }
 
 

@@ -155,6 +155,31 @@ class Workload:
             raise NotApplicableError(f"{self.name} has no graph count (figures as recorded only)")
         return dataclasses.replace(self, basis="counted")
 
+    def rank_share(self, tp: int) -> "Workload":
+        """The part of this model one of ``tp`` tensor-parallel ranks holds: parameters / tp
+        (every matrix sharded; replicated norms ignored), and max(1, n_kv // tp) KV heads
+        (a head is never split; a latent cache is not sharded)."""
+        if tp <= 1:
+            return self
+        from latencykernel.price.kv import kv_heads_per_rank
+
+        kv = self.kv
+        if kv is not None and not kv.latent:
+            kv = dataclasses.replace(kv, n_kv=kv_heads_per_rank(kv.n_kv, tp))
+
+        def share(x: float | None) -> float | None:
+            return None if x is None else x / tp
+
+        return dataclasses.replace(
+            self,
+            name=f"{self.name} (one of {tp} TP ranks)",
+            kv=kv,
+            counted_parameters=share(self.counted_parameters),
+            counted_active_parameters=share(self.counted_active_parameters),
+            nominal_parameters=share(self.nominal_parameters),
+            nominal_active_parameters=share(self.nominal_active_parameters),
+        )
+
     # ---------------------------------------------------------------- floats for the cores
     @property
     def n_parameters(self) -> float:
@@ -200,6 +225,8 @@ class Workload:
     def flops_per_token(self) -> pint.Quantity:
         """Forward FLOPs per token: one multiply-add (2 FLOPs) per active parameter;
         attention over the context is not counted."""
+        if self.kv is None:
+            raise NotApplicableError(f"{self.name} is not a token model (no attention geometry)")
         return Q_(2.0 * self.n_active_parameters, "flop/token")
 
     def kv_bytes_per_token(self, kv_bytes_per_value: Any, tp: int = 1) -> pint.Quantity:
