@@ -68,7 +68,7 @@ def floor_of(kernel: Any, context_tokens: int, batch_sizes: tuple[int, ...] = (1
         description="The same deployment's memory floor: each rank reads its weights once and every "
         "sequence's cache per step, at the datasheet bandwidth.",
         sources=(
-            f"workload: catalog graph {kernel.model!r}, one of {tp} TP ranks; weight bytes as the kernel stores them",
+            f"workload: catalog graph {kernel.model!r}, one rank's share at tp={tp}; weight bytes as the kernel stores them",
             f"KV bytes per token: the kernel's, {kernel.kv_bytes_per_token():g} B per rank (same KV law)",
             f"hardware: {hw.source}",
         ),
@@ -112,6 +112,13 @@ class CalibratedDecodeBatch(Scenario):
         InputDoc("context_tokens", "int [tokens] ≥ 1", "tokens each sequence has in its cache"),
         InputDoc("batch_sizes", "list[int]", "batches to report"),
         InputDoc("decode_threshold", "int", "requests scheduling at most this many tokens price as decodes"),
+    )
+    examples: ClassVar[tuple[str, ...]] = (
+        "import latencykernel",
+        "from latencykernel.scenarios import decode_batch",
+        "d = decode_batch(latencykernel.build('llama-3.1-8b-instruct', 'h100'), 4096, [1, 64])",
+        "d.floor.step_time(64) <= d.step_time(64)",
+        "d.max_batch_within('50 ms') <= d.floor.max_batch_within('50 ms')",
     )
 
     def _validate(self) -> None:

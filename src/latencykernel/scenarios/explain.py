@@ -1,0 +1,178 @@
+"""A scenario explained as data: its metadata with its values, for the CLI and the docs.
+
+Nothing here prints. ``report(scenario)`` returns a ``Report`` (plain dataclasses, JSON
+ready via ``as_dict``); ``side_by_side(floor, calibrated)`` lines the bandwidth floor up with
+the calibrated kernel's answers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from latencykernel.scenarios.base import Scenario
+from latencykernel.scenarios.metadata import Formula
+
+__all__ = ["Row", "Report", "Comparison", "report", "side_by_side", "fmt", "fmt_args", "calibrated_for"]
+
+
+def fmt(value: Any, digits: int = 6) -> str:
+    """A value as text: quantities with their unit, floats to ``digits`` significant figures."""
+    if value is None:
+        return "—"
+    if hasattr(value, "units") and hasattr(value, "magnitude"):
+        return f"{value.magnitude:.{digits}g} {value.units}".rstrip()
+    if isinstance(value, bool) or isinstance(value, int) or isinstance(value, str):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {fmt(v, digits)}" for k, v in value.items())
+    if isinstance(value, (tuple, list)):
+        return "[" + ", ".join(fmt(v, digits) for v in value) + "]"
+    if isinstance(value, Scenario):
+        return value.key or value.title
+    return str(value)
+
+
+def fmt_args(args: dict[str, Any]) -> str:
+    return ", ".join(fmt(v) for v in args.values())
+
+
+@dataclass(frozen=True)
+class Row:
+    """One output at one set of arguments."""
+
+    name: str
+    args: str
+    value: str
+    unit: str
+    equation: str
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Report:
+    """What ``latencykernel explain`` shows for one scenario."""
+
+    key: str | None
+    title: str
+    cls: str
+    mlsysim_type: str | None
+    description: str
+    sources: tuple[str, ...]
+    summary: str
+    equation: str
+    assumptions: tuple[str, ...]
+    excludes: tuple[str, ...]
+    inputs: tuple[tuple[str, str], ...]
+    rows: tuple[Row, ...]
+    formulas: tuple[Formula, ...] = field(default=())
+
+    def as_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["formulas"] = [
+            {k: v for k, v in dataclasses.asdict(f).items() if k != "samples"} for f in self.formulas
+        ]
+        return d
+
+
+def report(scenario: Scenario) -> Report:
+    """The scenario's metadata, inputs and every output at its sample arguments."""
+    rows = []
+    for ev in scenario.evaluate():
+        f = ev.output.formula
+        rows.append(
+            Row(
+                name=f.name,
+                args=fmt_args(ev.args),
+                value=fmt(ev.value) if ev.error is None else "—",
+                unit=f.unit or ("as stated" if f.returns == "quantity" else ""),
+                equation=f.equation,
+                error=ev.error,
+            )
+        )
+    cls = type(scenario)
+    return Report(
+        key=scenario.key,
+        title=scenario.title,
+        cls=cls.__name__,
+        mlsysim_type=cls.mlsysim_type,
+        description=scenario.description,
+        sources=tuple(scenario.sources),
+        summary=cls.summary,
+        equation=cls.equation,
+        assumptions=cls.assumptions,
+        excludes=cls.excludes,
+        inputs=tuple((k, fmt(v)) for k, v in scenario.inputs().items()),
+        rows=tuple(rows),
+        formulas=tuple(o.formula for o in cls.outputs()),
+    )
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The bandwidth floor beside the calibrated kernel, question by question."""
+
+    deployment: str
+    context_tokens: int
+    step: tuple[tuple[int, str, str, str, str], ...]  # batch, floor, calibrated, x floor, bottleneck
+    tpot: tuple[tuple[str, int, int], ...]  # tpot, floor max batch, calibrated max batch
+    memory: tuple[int, int]  # floor, calibrated max_batch_in_memory
+    floor_sources: tuple[str, ...]
+    note: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def side_by_side(calibrated: Any) -> Comparison:
+    """A ``CalibratedDecodeBatch`` and its floor, question by question."""
+    from latencykernel.scenarios.kv_decode import TPOT_SAMPLES
+    from latencykernel.scenarios.units import Q_
+
+    floor = calibrated.floor
+    step = tuple(
+        (
+            b,
+            fmt(floor.step_time(b), 4),
+            fmt(calibrated.step_time(b), 4),
+            f"{calibrated.over_floor(b):.2f}" if b else "—",
+            calibrated.bottleneck(b),
+        )
+        for b in calibrated.batch_sizes
+    )
+    tpot = tuple(
+        (f"{t:g} ms", floor.max_batch_within(Q_(t, "ms")), calibrated.max_batch_within(Q_(t, "ms"))) for t in TPOT_SAMPLES
+    )
+    return Comparison(
+        deployment=repr(calibrated.kernel),
+        context_tokens=calibrated.context_tokens,
+        step=step,
+        tpot=tpot,
+        memory=(floor.max_batch_in_memory, calibrated.max_batch_in_memory),
+        floor_sources=tuple(floor.sources),
+    )
+
+
+def calibrated_for(scenario: Scenario, tp: int = 1) -> tuple[Any | None, str]:
+    """The calibrated counterpart of a decode scenario whose workload and hardware are in the
+    shared catalog, or (None, why not)."""
+    from latencykernel.errors import LatencyKernelError
+    from latencykernel.scenarios.bridge import decode_batch
+    from latencykernel.scenarios.kv_decode import KvDecodeBatchScenario
+
+    if not isinstance(scenario, KvDecodeBatchScenario):
+        return None, "only decode-batch scenarios have a calibrated counterpart"
+    model, chip = scenario.workload.catalog_name, scenario.hardware.catalog_name
+    if not model or not chip:
+        missing = "workload" if not model else "hardware"
+        return None, f"its {missing} is not in the shared catalog, so no kernel can be built for it"
+    try:
+        import latencykernel
+
+        kernel = latencykernel.build(model, chip, tp=tp)
+        return decode_batch(kernel, scenario.context_tokens, scenario.batch_sizes), ""
+    except LatencyKernelError as e:
+        return None, f"the kernel refuses {model} on {chip} at tp={tp}: {e}"
