@@ -3,7 +3,6 @@ here, once; refusals are raised where the fact is decided."""
 
 from __future__ import annotations
 
-import copy
 import math
 from typing import Any
 
@@ -124,8 +123,7 @@ def new(inputs: Any) -> "Kernel":
     from latencykernel.inputs import validate_inputs
     from latencykernel.kernel.kernel import Kernel
 
-    validate_inputs(inputs)
-    inputs = copy.deepcopy(inputs)
+    inputs = validate_inputs(inputs)  # a validated deep copy: later edits never reach the kernel
     scenario, deployment, graph, chip = inputs.scenario, inputs.deployment, inputs.model, inputs.chip
     pool = deployment.pools[inputs.pool]
     par, eng = pool.parallel, pool.engine
