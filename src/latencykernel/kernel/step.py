@@ -12,7 +12,7 @@ from typing import Sequence
 
 from latencykernel.plan import LATENT_KINDS, LayerPlan
 from latencykernel.price.attention import (
-    causal_flops_per_qk_dim, pcp_causal_flops_per_qk_dim, pcp_chunks, pcp_local_tokens,
+    causal_flops_per_qk_dim, pcp_causal_flops_per_qk_dim, pcp_local_tokens, pcp_rank_chunks,
     windowed_causal_flops_per_qk_dim,
 )
 from latencykernel.price.collective import collective_time_s
@@ -156,7 +156,7 @@ def price_step(
     # Classify requests.
     causal = 0.0
     decode_kv_tokens = 0
-    chunks: list[tuple[int, int]] = []
+    rank_chunks: list[list[tuple[int, int]]] = [[] for _ in range(max(c.pcp, 1))]
     contexts: list[int] = []
     prefills: list[tuple[int, int]] = []
     n_prefill = n_decode = decode_tokens = prefill_tokens = withheld = 0
@@ -177,7 +177,8 @@ def price_step(
             causal += pairs
             prefill_tokens += local
             withheld += s - local
-            chunks.extend(pcp_chunks(s, comp, c.pcp, c.dcp))
+            for r, rc in enumerate(pcp_rank_chunks(s, comp, c.pcp, c.dcp)):
+                rank_chunks[r].extend(rc)
             prefills.append((s, comp))
         else:
             n_decode += 1
@@ -239,7 +240,10 @@ def price_step(
                     attn_hbm += floor + tok * c.kv_bytes_per_token / max(c.kv_layers, 1) / rate
                 else:
                     kv_fallback = True
-            layer_causal = windowed_causal_flops_per_qk_dim(chunks, a.window) if a.window > 0 else causal
+            if a.window > 0:  # the slowest PCP rank under the window (one rank without PCP)
+                layer_causal = max(windowed_causal_flops_per_qk_dim(rc, a.window) for rc in rank_chunks)
+            else:
+                layer_causal = causal
             if (n_decode > 0 and n_prefill > 0 and a.kind not in LATENT_KINDS and c.dcp <= 1
                     and not c.nvfp4_native and rate > 0 and c.prefill_scale > 0):
                 # FlashAttention runs a mixed batch as one varlen launch: keep the larger floor.

@@ -15,6 +15,7 @@ __all__ = [
     "pcp_local_tokens",
     "pcp_causal_flops_per_qk_dim",
     "pcp_chunks",
+    "pcp_rank_chunks",
 ]
 
 
@@ -125,3 +126,29 @@ def pcp_chunks(scheduled: int, prefix: int, pcp: int, dcp: int) -> list[tuple[in
         if hi > lo:
             out.append((hi - lo, prefix + lo))
     return out
+
+
+def pcp_rank_chunks(scheduled: int, prefix: int, pcp: int, dcp: int) -> list[list[tuple[int, int]]]:
+    """Every PCP rank's (tokens, global prefix) chunks of one prefill, rank by rank.
+
+    Rank r holds zigzag chunks r and 2·pcp − 1 − r at their true offsets; a replicated
+    prefill (see ``pcp_local_tokens``) gives every rank the whole (s, prefix). Under a
+    sliding window the rank with the most tokens is not always the one with the most work,
+    so a windowed layer is priced at the maximum over these lists.
+    """
+    local = pcp_local_tokens(scheduled, pcp, dcp)
+    if local < 0:
+        return [[(scheduled, prefix)]]
+    if local == scheduled:
+        return [[(scheduled, prefix)] for _ in range(pcp)]
+    n = 2 * pcp
+    c = math.ceil(scheduled / n)
+    ranks: list[list[tuple[int, int]]] = []
+    for rank in range(pcp):
+        chunks = []
+        for idx in (rank, n - 1 - rank):
+            lo, hi = _zigzag_bounds(idx, c, scheduled)
+            if hi > lo:
+                chunks.append((hi - lo, prefix + lo))
+        ranks.append(chunks)
+    return ranks

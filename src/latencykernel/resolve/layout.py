@@ -120,8 +120,13 @@ class Layout:
         width = self.group_size(group)
         if width <= self.per_node(group):
             return False
-        if self.rack_gpus > 0 and width * self.stride(group) <= self.rack_gpus:
-            return False
+        block = width * self.stride(group)  # the rank span of one group
+        if self.rack_gpus > 0 and block <= self.rack_gpus:
+            # groups are aligned to multiples of their block; one straddles a domain boundary
+            # only when the domain is not a whole number of blocks and more ranks exist
+            world = self.tp * self.pcp * max(self.dp, 1) * max(self.pp, 1)
+            if self.rack_gpus % block == 0 or world <= self.rack_gpus:
+                return False
         return True
 
     def span_for(self, op: Op, group: Group, ratio: float) -> float:
