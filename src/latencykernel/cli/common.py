@@ -23,6 +23,14 @@ def repos_from(scenarios: Optional[Path], catalog: Optional[Path], registry: Opt
     return Repos(scenarios or d.scenarios, catalog or d.catalog, registry or d.registry)
 
 
+def open_kernel(scenario: str, pool: int, scenarios: Optional[Path], catalog: Optional[Path],
+                registry: Optional[Path]) -> Any:
+    """The kernel for one pool of a scenario, against the embedded data or the given roots."""
+    from latencykernel.kernel import open_pool
+
+    return open_pool(scenario, repos_from(scenarios, catalog, registry), pool)
+
+
 def console() -> Any:
     from rich.console import Console
 

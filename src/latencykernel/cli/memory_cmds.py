@@ -10,7 +10,7 @@ import typer
 
 from latencykernel.cli import app
 from latencykernel.cli.common import (
-    GIB, MIB, CatalogDir, Json, RegistryDir, ScenariosDir, console, print_json, repos_from,
+    GIB, MIB, CatalogDir, Json, RegistryDir, ScenariosDir, console, open_kernel, print_json,
 )
 
 
@@ -26,9 +26,8 @@ def memory_cmd(
     registry: Optional[Path] = RegistryDir,
 ) -> None:
     """Fixed memory per rank, the KV budget, and how many sequences of a context fit."""
-    from latencykernel.kernel import open_pool
 
-    k = open_pool(scenario, repos_from(scenarios_dir, catalog, registry), pool)
+    k = open_kernel(scenario, pool, scenarios_dir, catalog, registry)
     m = k.fixed_bytes()
     util = utilization if utilization is not None else k.info["gpu_memory_utilization"]
     budget = k.kv_budget_bytes(util)
@@ -74,9 +73,9 @@ def evidence_cmd(
     registry: Optional[Path] = RegistryDir,
 ) -> None:
     """What the price rests on: values by method, and the kernel's own assumptions."""
-    from latencykernel.kernel import KERNEL_ASSUMPTION_SET, open_pool
+    from latencykernel.kernel import KERNEL_ASSUMPTION_SET
 
-    k = open_pool(scenario, repos_from(scenarios_dir, catalog, registry), pool)
+    k = open_kernel(scenario, pool, scenarios_dir, catalog, registry)
     measured, total, assumed = k.evidence()
     by_method = Counter(o.method for o in k.provenance())
     own = [(n, v, r) for n, v, r in k.assumptions()]

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from latencykernel.cli import app
-from latencykernel.cli.common import CatalogDir, Json, RegistryDir, ScenariosDir, console, print_json, repos_from
+from latencykernel.cli.common import CatalogDir, Json, RegistryDir, ScenariosDir, console, open_kernel, print_json, repos_from
 
 
 @app.command("scenarios")
@@ -32,9 +32,8 @@ def show_cmd(
 ) -> None:
     """The deployment as resolved: model, chip, widths, dtypes, layer kinds, parameters."""
     from latencykernel.derive.counts import active_parameter_count, parameter_count
-    from latencykernel.kernel import open_pool
 
-    k = open_pool(scenario, repos_from(scenarios_dir, catalog, registry), pool)
+    k = open_kernel(scenario, pool, scenarios_dir, catalog, registry)
     inp = k._inputs
     res = k.resolved()
     info = k.info

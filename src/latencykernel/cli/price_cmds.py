@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from latencykernel.cli import app
-from latencykernel.cli.common import CatalogDir, Json, RegistryDir, ScenariosDir, console, print_json, repos_from
+from latencykernel.cli.common import CatalogDir, Json, RegistryDir, ScenariosDir, console, open_kernel, print_json
 
 
 @app.command("price")
@@ -26,9 +26,8 @@ def price_cmd(
 ) -> None:
     """Price one step: overlap and no-overlap, the bottleneck, and a row per resource."""
     from latencykernel.batch import RESOURCES, Batch
-    from latencykernel.kernel import open_pool
 
-    k = open_pool(scenario, repos_from(scenarios_dir, catalog, registry), pool)
+    k = open_kernel(scenario, pool, scenarios_dir, catalog, registry)
     scheduled = [1] * requests + ([prefill] if prefill else [])
     computed = [context - 1] * requests + ([0] if prefill else [])
     e = k.step_time(Batch.from_columns(scheduled, computed, decode_threshold))

@@ -4,7 +4,7 @@ here, once; refusals are raised where the fact is decided."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from latencykernel.errors import RefusedError
 from latencykernel.kernel.constants import CollectiveCost, StepConstants
@@ -24,6 +24,9 @@ from latencykernel.resolve.settings import (
     default_max_num_seqs, graph_modes,
 )
 from latencykernel.resolve.sparse_mla import sparse_mla_backend
+
+if TYPE_CHECKING:
+    from latencykernel.kernel.kernel import Kernel
 
 __all__ = ["new"]
 
