@@ -402,7 +402,7 @@ def new(inputs: Any) -> "Kernel":
                     (Op.ALL_REDUCE, Group.DCP) if pcp > 1 else (Op.REDUCE_SCATTER, Group.DCP))
     if pcp > 1:
         keys.append((Op.ALL_GATHER, Group.PCP))
-    collectives = {key: _collective(coeffs, layout, key[0], key[1], chip_key, ratio) for key in keys}
+    collectives: dict[tuple[Op, Group], CollectiveCost | None] = {key: _collective(coeffs, layout, key[0], key[1], chip_key, ratio) for key in keys}
 
     nvlink = intra * 1e9
     nic = inter * 1e9 if inter > 0 else nvlink
@@ -439,14 +439,14 @@ def new(inputs: Any) -> "Kernel":
     if util is None:
         util = VLLM_GPU_MEMORY_UTILIZATION
         assumptions.add("gpu_memory_utilization", util, "unstated; vLLM's default (capacity only, not step time)")
-    k = Kernel._create(
+    kernel = Kernel._create(
         inputs=inputs, consts=consts, coeffs=coeffs, assumptions=assumptions, overrides=overrides,
         memory=memory, pre_snapshot=pre_snapshot, served_dtype=served, compute_suffix=suffix,
         mamba_mode=mamba_mode, spec_tokens=spec_tokens, max_num_seqs=max_seqs, max_batched_tokens=max_batched,
         cudagraph_mode=mode_name, gpu_memory_utilization=util,
     )
-    _check_fits(k, chip, util, eng.max_model_len)
-    return k
+    _check_fits(kernel, chip, util, eng.max_model_len)
+    return kernel
 
 
 def _check_fits(k: "Kernel", chip: Any, util: float, max_model_len: int | None) -> None:
