@@ -23,7 +23,7 @@ from latencykernel.scenarios.errors import (
     UnknownScenarioError,
 )
 from latencykernel.scenarios.hardware import Hardware
-from latencykernel.scenarios.kv_decode import KvDecodeBatchScenario, MoeKvDecodeBatchScenario
+from latencykernel.scenarios.kv_decode import KvDecodeBatchScenario, SparseKvDecodeBatchScenario
 from latencykernel.scenarios.metadata import Formula, evaluate_equation, output
 from latencykernel.scenarios.named import LEFT_OUT, Scenarios
 from latencykernel.scenarios.units import Q_, ureg
@@ -33,7 +33,7 @@ from latencykernel.scenarios.workloads import KvGeometry, Workload
 __all__ = [
     "Scenarios",
     "KvDecodeBatchScenario",
-    "MoeKvDecodeBatchScenario",
+    "SparseKvDecodeBatchScenario",
     "Workload",
     "KvGeometry",
     "Hardware",

@@ -47,6 +47,8 @@ class Scenario:
     excludes:    what every output leaves out
     inputs_doc:  ``InputDoc`` per input
     examples:    statements whose printed results the docs page shows (and a test runs)
+    optional_inputs: inputs that may be None, meaning "not given": outputs that need them
+                 are then refused with NotApplicableError
     """
 
     key: str | None = None
@@ -61,6 +63,7 @@ class Scenario:
     excludes: ClassVar[tuple[str, ...]] = ()
     inputs_doc: ClassVar[tuple[InputDoc, ...]] = ()
     examples: ClassVar[tuple[str, ...]] = ()
+    optional_inputs: ClassVar[frozenset[str]] = frozenset()
     mlsysim_type: ClassVar[str | None] = None
 
     def __post_init__(self) -> None:

@@ -3,8 +3,8 @@
 ``decode_batch(kernel, context_tokens, batch_sizes)`` returns a ``CalibratedDecodeBatch``:
 ``step_time(b)``, ``token_rate(b)``, ``max_batch_within(tpot)`` and ``max_batch_in_memory``
 from the kernel (compute, collectives, host overhead and paging included), with ``floor``,
-the bandwidth floor of the same deployment (a ``KvDecodeBatchScenario``, or its
-touched-experts variant for an MoE model), so the two stand side by side.
+the bandwidth floor of the same deployment (a ``SparseKvDecodeBatchScenario``: what a step
+reads, touched experts and attended tokens), so the two stand side by side.
 
 The floor is built from the kernel's own facts, per rank: its stored weight bytes, its KV
 bytes per token (the same KV law, ``latencykernel.price.kv``), the chip's datasheet
@@ -22,7 +22,7 @@ import pint
 
 from latencykernel.scenarios.base import InputDoc, Scenario
 from latencykernel.scenarios.errors import ScenarioInputError
-from latencykernel.scenarios.kv_decode import TPOT_SAMPLES, KvDecodeBatchScenario, MoeKvDecodeBatchScenario
+from latencykernel.scenarios.kv_decode import TPOT_SAMPLES, SparseKvDecodeBatchScenario
 from latencykernel.scenarios.metadata import _largest_batch, output
 from latencykernel.scenarios.units import Q_, as_quantity, count, nonnegative_int, quantity
 
@@ -41,7 +41,7 @@ _CALIBRATED = "the kernel's calibrated coefficients for this chip, model and dep
 _UNIFORM = "every sequence decodes one token against context_tokens tokens (a uniform decode batch)"
 
 
-def floor_of(kernel: Any, context_tokens: int, batch_sizes: tuple[int, ...] = (1,)) -> KvDecodeBatchScenario:
+def floor_of(kernel: Any, context_tokens: int, batch_sizes: tuple[int, ...] = (1,)) -> SparseKvDecodeBatchScenario:
     """The bandwidth floor of the kernel's deployment, per rank.
 
     workload: the catalog graph of ``kernel.model``, one TP rank's share; weight bytes per
@@ -49,7 +49,8 @@ def floor_of(kernel: Any, context_tokens: int, batch_sizes: tuple[int, ...] = (1
     KV:       the rank's geometry at the cache width that gives the kernel's KV bytes per token;
     hardware: the catalog chip ``kernel.chip`` (datasheet bandwidth);
     context:  tokens per rank (divided by the decode-context-parallel width).
-    For an MoE model the floor reads only the touched experts, as the kernel does.
+    The floor reads what the kernel reads: only the experts a batch touches (MoE), only the
+    tokens sliding-window and sparse layers attend to (``SparseKvDecodeBatchScenario``).
     """
     from latencykernel.scenarios.hardware import Hardware
     from latencykernel.scenarios.workloads import Workload
@@ -62,8 +63,7 @@ def floor_of(kernel: Any, context_tokens: int, batch_sizes: tuple[int, ...] = (1
     hw = Hardware.catalog(kernel.chip)
     weights = float(kernel.fixed_bytes().weights)
     kv_elements = rank.require_kv().bytes_per_token(1.0)  # elements per token per rank
-    cls = MoeKvDecodeBatchScenario if rank.experts is not None else KvDecodeBatchScenario
-    return cls(
+    return SparseKvDecodeBatchScenario(
         name=f"bandwidth floor of {kernel!r}",
         description="The same deployment's memory floor: each rank reads its weights once and every "
         "sequence's cache per step, at the datasheet bandwidth.",
@@ -147,7 +147,7 @@ class CalibratedDecodeBatch(Scenario):
         return s
 
     @property
-    def floor(self) -> KvDecodeBatchScenario:
+    def floor(self) -> SparseKvDecodeBatchScenario:
         """The bandwidth floor of the same deployment (see ``floor_of``)."""
         return self._floor  # type: ignore[attr-defined,no-any-return]
 

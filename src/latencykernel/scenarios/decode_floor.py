@@ -169,6 +169,7 @@ class ModelCallScenario(Scenario):
     deadline: pint.Quantity | None = None
     stage_success: Mapping[str, float] | None = None
 
+    optional_inputs: ClassVar[frozenset[str]] = frozenset({"deadline", "stage_success"})
     family: ClassVar[str] = "decode_floor"
     mlsysim_type: ClassVar[str | None] = "ModelCallScenario"
     summary: ClassVar[str] = (

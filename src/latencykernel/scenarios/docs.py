@@ -30,7 +30,7 @@ def _cell(text: str) -> str:
 def scenario_classes() -> list[type[Scenario]]:
     """Every scenario class, in family order (named scenarios' classes and the variants)."""
     from latencykernel.scenarios.bridge import CalibratedDecodeBatch
-    from latencykernel.scenarios.kv_decode import MoeKvDecodeBatchScenario
+    from latencykernel.scenarios.kv_decode import SparseKvDecodeBatchScenario
     from latencykernel.scenarios.named import Scenarios, keys
 
     seen: list[type[Scenario]] = []
@@ -38,8 +38,8 @@ def scenario_classes() -> list[type[Scenario]]:
         cls = type(Scenarios.get(k))
         if cls not in seen:
             seen.append(cls)
-        if cls.__name__ == "KvDecodeBatchScenario" and MoeKvDecodeBatchScenario not in seen:
-            seen.append(MoeKvDecodeBatchScenario)
+        if cls.__name__ == "KvDecodeBatchScenario" and SparseKvDecodeBatchScenario not in seen:
+            seen.append(SparseKvDecodeBatchScenario)
     seen.append(CalibratedDecodeBatch)
     return seen
 

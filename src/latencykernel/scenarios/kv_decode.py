@@ -1,8 +1,9 @@
 """Batched decode on one accelerator, as a memory-bandwidth floor (mlsysim's contract).
 
 ``KvDecodeBatchScenario``: every step reads the weights once and every sequence's full
-cache; the step takes at least (W + B·m) / BW. ``MoeKvDecodeBatchScenario``: the same
-floor when a step reads only the routed experts its batch touches.
+cache; the step takes at least (W + B·m) / BW. ``SparseKvDecodeBatchScenario``: the same
+floor from what a step actually reads: the routed experts its batch touches (MoE), and the
+tokens sliding-window and sparse attention layers attend to.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from latencykernel.scenarios.named import register
 from latencykernel.scenarios.units import Q_, as_quantity, count, fraction, nonnegative_int, quantity
 from latencykernel.scenarios.workloads import Workload
 
-__all__ = ["KvDecodeBatchScenario", "MoeKvDecodeBatchScenario", "TPOT_SAMPLES"]
+__all__ = ["KvDecodeBatchScenario", "SparseKvDecodeBatchScenario", "TPOT_SAMPLES"]
 
 # TPOT budgets ``explain`` and the docs evaluate ``max_batch_within`` at.
 TPOT_SAMPLES: tuple[float, ...] = (1.0, 5.0, 20.0, 50.0, 100.0)  # ms
@@ -77,7 +78,9 @@ class KvDecodeBatchScenario(Scenario):
         _NO_OVERHEAD,
         "activation and workspace memory",
         "sequences at different lengths (continuous batching averages about half the cache)",
-        "MoE sparsity: every expert is read (MoeKvDecodeBatchScenario reads the touched ones)",
+        "MoE sparsity: every expert is read (SparseKvDecodeBatchScenario reads the touched ones)",
+        "sliding-window and sparse attention: every layer reads the whole cache (SparseKvDecodeBatchScenario "
+        "reads what they attend to)",
     )
     inputs_doc: ClassVar[tuple[InputDoc, ...]] = (
         InputDoc("workload", "Workload | str", "the model (KV geometry, parameters, FLOPs per token)"),
@@ -294,53 +297,76 @@ class KvDecodeBatchScenario(Scenario):
 
 
 @dataclass(frozen=True, kw_only=True)
-class MoeKvDecodeBatchScenario(KvDecodeBatchScenario):
-    """The decode floor of a mixture-of-experts model when a step reads only the experts its batch touches."""
+class SparseKvDecodeBatchScenario(KvDecodeBatchScenario):
+    """The decode floor from what a step actually reads: the routed experts its batch touches, and the cached tokens each attention layer attends to."""
 
     family: ClassVar[str] = "kv_decode"
     mlsysim_type: ClassVar[str | None] = None
     summary: ClassVar[str] = (
-        "KvDecodeBatchScenario for a mixture-of-experts model, reading per step the dense weights and "
-        "only the routed experts the batch touches (all experts stay resident)."
+        "KvDecodeBatchScenario reading only what a step reads: for a mixture-of-experts model the dense "
+        "weights and the routed experts the batch touches (all experts stay resident); for sliding-window "
+        "and sparse-attention layers the tokens they attend to. A dense, full-attention model reads the same "
+        "as KvDecodeBatchScenario."
     )
     equation: ClassVar[str] = (
-        "Step bytes = W_dense + E·(1 − (1 − k/E)^B)·w_expert + B·m: each of B sequences routes its token "
-        "to k of E experts per layer; the expected number of distinct experts read grows towards E."
+        "Step bytes = W_dense + E·(1 − (1 − k/E)^B)·w_expert + B·m_read: each of B sequences routes its token "
+        "to k of E experts per layer; m_read sums, over KV layers, the tokens each reads (a window's "
+        "min(c, w), a sparse layer's top-k) times the bytes per token per layer."
     )
     assumptions: ClassVar[tuple[str, ...]] = KvDecodeBatchScenario.assumptions + (
         "uniform, independent routing (no expert popularity skew)",
         "all routed experts the same size; shared experts and attention count as dense",
     )
     excludes: ClassVar[tuple[str, ...]] = tuple(
-        e for e in KvDecodeBatchScenario.excludes if not e.startswith("MoE sparsity")
-    ) + ("routing imbalance and expert-parallel all-to-all",)
+        e for e in KvDecodeBatchScenario.excludes if not e.startswith(("MoE sparsity", "sliding-window"))
+    ) + ("routing imbalance and expert-parallel all-to-all", "a sparse layer's indexer cache")
     examples: ClassVar[tuple[str, ...]] = (
-        "from latencykernel.scenarios import MoeKvDecodeBatchScenario, Scenarios",
-        "s = MoeKvDecodeBatchScenario.from_scenario(Scenarios.Gpt2XlChatDecodeBatchesH100.variant(workload='Mixtral_8x7B'))",
+        "from latencykernel.scenarios import SparseKvDecodeBatchScenario, Scenarios",
+        "s = SparseKvDecodeBatchScenario.from_scenario(Scenarios.Gpt2XlChatDecodeBatchesH100.variant(workload='Mixtral_8x7B'))",
         "print(f'{s.weights_read(1):.2f~P}', f'{s.weights_read(64):.2f~P}', f'{s.weights:.2f~P}')",
+        "g = SparseKvDecodeBatchScenario.from_scenario(s.variant(workload='gpt-oss-120b', context_tokens=32768))",
+        "print(f'{g.kv_per_sequence:.0f~P}', f'{g.kv_read_per_sequence:.0f~P}')",
     )
 
     def _validate(self) -> None:
         super()._validate()
-        if self.workload.experts is None:
-            raise ScenarioInputError(
-                f"workload={self.workload.name} routes no experts; use KvDecodeBatchScenario",
-                argument="workload",
-                value=self.workload.name,
-            )
         w = self.workload
-        dense, per_expert = w.experts.split(w.n_parameters, w.n_active_parameters)  # type: ignore[union-attr]
         bpp = float(self.weight_bytes_per_param.to("B/param").magnitude)
+        if w.experts is not None:
+            dense, per_expert = w.experts.split(w.n_parameters, w.n_active_parameters)
+        else:
+            dense, per_expert = w.n_parameters, 0.0
         self._set("_dense", dense * bpp)
         self._set("_expert", per_expert * bpp)
+        kv = w.require_kv()
+        self._set("_m_read", kv.bytes_read(self.context_tokens, float(self.kv_bytes_per_value.to("B").magnitude)))
 
     @classmethod
-    def from_scenario(cls, scenario: KvDecodeBatchScenario) -> "MoeKvDecodeBatchScenario":
-        """The touched-experts variant of a ``KvDecodeBatchScenario``."""
+    def from_scenario(cls, scenario: KvDecodeBatchScenario) -> "SparseKvDecodeBatchScenario":
+        """The read-aware variant of a ``KvDecodeBatchScenario``."""
         return cls(**scenario.inputs(), name=scenario.name, description=scenario.description, sources=scenario.sources)
 
     def _weights_read(self, b: int) -> float:
-        return self._dense + self.workload.experts.touched(b) * self._expert  # type: ignore[attr-defined,union-attr,no-any-return]
+        experts = self.workload.experts
+        touched = experts.touched(b) if experts is not None else 0.0
+        return self._dense + touched * self._expert  # type: ignore[attr-defined,no-any-return]
+
+    def _step_bytes(self, b: int) -> float:
+        return self._weights_read(b) + b * self._m_read  # type: ignore[attr-defined,no-any-return]
+
+    @output(
+        equation="workload.kv_bytes_read(kv_bytes_per_value, context_tokens)",
+        unit="MB",
+        assumptions=("a sliding-window layer reads min(context, window); a sparse layer its top-k",),
+    )
+    def kv_read_per_sequence(self) -> pint.Quantity:
+        """Cache bytes one sequence's decode step reads (the whole cache unless layers are windowed or sparse)."""
+        return quantity(self._m_read, "B", "MB")  # type: ignore[attr-defined]
+
+    @output(equation="bandwidth / kv_read_per_sequence", unit="1/s", assumptions=(_PEAK_BW,))
+    def rate_ceiling(self) -> pint.Quantity:
+        """Aggregate tokens per second approached when cache reads dominate the memory step."""
+        return Q_(self._bw / self._m_read, "1/s")  # type: ignore[attr-defined]
 
     @output(
         equation="workload.weights_read(weight_bytes_per_param, batch_size)",
@@ -352,17 +378,25 @@ class MoeKvDecodeBatchScenario(KvDecodeBatchScenario):
         """Weight bytes one step reads: the dense part plus the expected distinct routed experts the batch touches."""
         return quantity(self._weights_read(self._b(batch_size)), "B", "GB")
 
-    @output(equation="weights_read(batch_size) + batch_size * kv_per_sequence", unit="GB", samples=_batch_samples,
-            assumptions=(_FULL_CACHE, "only touched experts are read"))
+    @output(equation="weights_read(batch_size) + batch_size * kv_read_per_sequence", unit="GB", samples=_batch_samples,
+            assumptions=("only touched experts and attended tokens are read",))
     def step_bytes(self, batch_size: int) -> pint.Quantity:
-        """Decimal GB read per decode step: dense weights, the experts the batch touches, and a full cache per sequence."""
+        """Decimal GB read per decode step: dense weights, the experts the batch touches, and each sequence's attended cache."""
         return quantity(self._step_bytes(self._b(batch_size)), "B", "GB")
 
+    @output(equation="batch_size * kv_read_per_sequence / step_bytes(batch_size)", returns="float",
+            samples=_batch_samples)
+    def cache_share(self, batch_size: int) -> float:
+        """Fraction of modeled step bytes that are cache reads rather than weights."""
+        b = self._b(batch_size)
+        return b * self._m_read / self._step_bytes(b)  # type: ignore[attr-defined,no-any-return]
+
     @output(
-        equation="largest_batch(lambda b: step_time(b) <= tpot, floor((tpot * bandwidth - weights_read(1)) / kv_per_sequence))",
+        equation="largest_batch(lambda b: step_time(b) <= tpot, "
+        "floor((tpot * bandwidth - weights_read(1)) / kv_read_per_sequence))",
         returns="int",
         samples=_tpot_samples,
-        assumptions=(_FULL_CACHE, _PEAK_BW, "step time grows with the batch"),
+        assumptions=(_PEAK_BW, "step time grows with the batch"),
         excludes=("the memory ceiling (compare max_batch_in_memory)", _NO_COMPUTE, _NO_OVERHEAD),
     )
     def max_batch_within(self, tpot: Any) -> int:
@@ -370,9 +404,9 @@ class MoeKvDecodeBatchScenario(KvDecodeBatchScenario):
         t = self._tpot_s(tpot)
         budget = t * self._bw  # type: ignore[attr-defined]
         if self._step_bytes(1) > budget:
-            return math.floor((budget - self._weights_read(1)) / self._m)  # type: ignore[attr-defined]
+            return math.floor((budget - self._weights_read(1)) / self._m_read)  # type: ignore[attr-defined]
         lo = 1
-        hi = max(2, math.floor((budget - self._dense) / self._m) + 1)  # type: ignore[attr-defined]
+        hi = max(2, math.floor((budget - self._dense) / self._m_read) + 1)  # type: ignore[attr-defined]
         while hi - lo > 1:  # step bytes grow with b: the largest b with bytes <= budget
             mid = (lo + hi) // 2
             if self._step_bytes(mid) <= budget:

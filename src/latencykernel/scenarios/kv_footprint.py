@@ -50,6 +50,7 @@ class KvFootprintScenario(Scenario):
     kv_share: float | None = None
     kv_width_factor: float = 1.0
 
+    optional_inputs: ClassVar[frozenset[str]] = frozenset({"hardware", "kv_share"})
     family: ClassVar[str] = "kv_footprint"
     mlsysim_type: ClassVar[str | None] = "KvFootprintScenario"
     summary: ClassVar[str] = "One request's KV cache at a token count, beside the weights and a device's cache budget."
@@ -139,6 +140,7 @@ class KvAdmissionScenario(Scenario):
     kv_bytes_per_elem: pint.Quantity
     requests: int | None = None
 
+    optional_inputs: ClassVar[frozenset[str]] = frozenset({"requests"})
     family: ClassVar[str] = "kv_footprint"
     mlsysim_type: ClassVar[str | None] = "KvAdmissionScenario"
     summary: ClassVar[str] = (

@@ -238,7 +238,12 @@ class _Namespace(dict):  # type: ignore[type-arg]
         if self._symbols is None:
             self._symbols = self._scenario.symbols()
         if key in self._symbols:
-            return self._symbols[key]
+            value = self._symbols[key]
+            if value is None and key in getattr(self._scenario, "optional_inputs", ()):  # not given
+                from latencykernel.scenarios.errors import NotApplicableError
+
+                raise NotApplicableError(f"the equation needs the input {key}, which is not given")
+            return value
         if key in _FUNCTIONS:
             return _FUNCTIONS[key]
         attr = getattr(type(self._scenario), key, None)

@@ -164,6 +164,7 @@ class ChunkedPrefillScenario(Scenario):
     prefill: PrefixRebuildScenario | None = None
     decodes: int | None = None
 
+    optional_inputs: ClassVar[frozenset[str]] = frozenset({"prefill", "decodes"})
     family: ClassVar[str] = "prefill"
     mlsysim_type: ClassVar[str | None] = "ChunkedPrefillScenario"
     summary: ClassVar[str] = (

@@ -34,6 +34,9 @@ class WeightReadScenario(Scenario):
     kv_bytes_per_value: pint.Quantity | None = None
     unpacked_bytes_per_weight: pint.Quantity | None = None
 
+    optional_inputs: ClassVar[frozenset[str]] = frozenset(
+        {"energy_per_byte", "context_tokens", "kv_bytes_per_value", "unpacked_bytes_per_weight"}
+    )
     family: ClassVar[str] = "weight_read"
     mlsysim_type: ClassVar[str | None] = "WeightReadScenario"
     summary: ClassVar[str] = (

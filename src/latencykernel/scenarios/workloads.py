@@ -29,9 +29,32 @@ import pint
 from latencykernel.scenarios.errors import NotApplicableError, UnknownScenarioError
 from latencykernel.scenarios.units import Q_
 
-__all__ = ["KvGeometry", "ExpertGeometry", "Workload", "RECORDED_WORKLOADS", "NOMINAL_PARAMETERS"]
+__all__ = ["KvGeometry", "LayerReads", "ExpertGeometry", "Workload", "RECORDED_WORKLOADS", "NOMINAL_PARAMETERS"]
 
 _LATENT_KINDS = frozenset({"mla", "sparse_mla"})
+
+
+@dataclass(frozen=True)
+class LayerReads:
+    """``layers`` KV layers whose decode attention reads less than the whole context, as the
+    kernel prices it: a sliding-window layer reads min(ctx, window); a sparse layer its top-k
+    min(ctx, topk) plus (ctx − topk) / compress_ratio compressed entries beyond them."""
+
+    layers: int
+    window: int = 0
+    topk: int = 0
+    compress_ratio: int = 0
+
+    def tokens(self, ctx: int) -> float:
+        """Cached tokens one such layer reads for one sequence at context ``ctx``."""
+        if self.topk > 0:
+            read = float(min(ctx, self.topk))
+            if self.compress_ratio > 0 and ctx > self.topk:
+                read += (ctx - self.topk) / self.compress_ratio
+            return read
+        if self.window > 0:
+            return float(min(ctx, self.window))
+        return float(ctx)
 
 
 @dataclass(frozen=True)
@@ -44,6 +67,8 @@ class KvGeometry:
     head_dim:  width of one cached vector (the latent width for MLA: kv_lora_rank + rope)
     layers:    layers that hold a cache
     n_q:       query heads (``None`` if unknown); used only to name the design
+    reads:     layers whose attention reads less than the whole cache (sliding windows,
+               sparse top-k); every other KV layer reads all of it
     """
 
     kind: str
@@ -51,6 +76,7 @@ class KvGeometry:
     head_dim: int
     layers: int
     n_q: int | None = None
+    reads: tuple[LayerReads, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("n_kv", "head_dim", "layers"):
@@ -82,6 +108,21 @@ class KvGeometry:
     def kv_bytes_per_token(self, kv_bytes_per_value: Any, tp: int = 1) -> pint.Quantity:
         """``bytes_per_token`` as a quantity (``B/token``), from a byte quantity."""
         return Q_(self.bytes_per_token(float(kv_bytes_per_value.to("B").magnitude), tp), "B/token")
+
+    def layer_tokens_read(self, ctx: int) -> float:
+        """Σ over KV layers of the cached tokens each reads for one sequence at ``ctx``
+        (``layers · ctx`` when every layer attends to the whole context)."""
+        limited = sum(r.layers for r in self.reads)
+        return (self.layers - limited) * float(ctx) + sum(r.layers * r.tokens(ctx) for r in self.reads)
+
+    def bytes_read(self, ctx: int, dtype_bytes: float, tp: int = 1) -> float:
+        """Cache bytes one decode step of one sequence reads at context ``ctx`` (one TP rank)."""
+        return self.bytes_per_token(dtype_bytes, tp) / self.layers * self.layer_tokens_read(ctx)
+
+    def kv_bytes_read(self, kv_bytes_per_value: Any, context_tokens: Any, tp: int = 1) -> pint.Quantity:
+        """``bytes_read`` as a quantity (``B``) from a byte quantity and a token count."""
+        ctx = int(context_tokens.to("token").magnitude) if hasattr(context_tokens, "to") else int(context_tokens)
+        return Q_(self.bytes_read(ctx, float(kv_bytes_per_value.to("B").magnitude), tp), "B")
 
 
 @dataclass(frozen=True)
@@ -233,6 +274,11 @@ class Workload:
         """Cache bytes per token (``B/token``) at ``kv_bytes_per_value`` (a byte quantity)."""
         return self.require_kv().kv_bytes_per_token(kv_bytes_per_value, tp)
 
+    def kv_bytes_read(self, kv_bytes_per_value: Any, context_tokens: Any, tp: int = 1) -> pint.Quantity:
+        """Cache bytes (``B``) one sequence's decode step reads: the whole cache, except on
+        sliding-window and sparse-attention layers."""
+        return self.require_kv().kv_bytes_read(kv_bytes_per_value, context_tokens, tp)
+
     def weights_read(self, weight_bytes_per_param: Any, tokens: int) -> pint.Quantity:
         """Bytes a step over ``tokens`` tokens reads from the weights (touched experts only)."""
         return Q_(self.weights_read_parameters(tokens), "param") * weight_bytes_per_param
@@ -265,7 +311,9 @@ class Workload:
         layers = int(counts.layer_count(graph))
         n_kv, d_h, kind, kv_layers = counts.kv_geometry(graph)
         n_q, routed, top_k = _graph_heads_and_experts(graph)
-        kv = KvGeometry(str(kind), int(n_kv), int(d_h), int(kv_layers), n_q) if n_kv and d_h and kv_layers else None
+        kv = None
+        if n_kv and d_h and kv_layers:
+            kv = KvGeometry(str(kind), int(n_kv), int(d_h), int(kv_layers), n_q, _graph_reads(graph))
         nominal = NOMINAL_PARAMETERS.get(model)
         g = getattr(graph, "global_", None)
         return cls(
@@ -299,6 +347,27 @@ def _graph_heads_and_experts(graph: Any) -> tuple[int | None, int, int]:
                 routed = int(getattr(node, "experts", 0) or 0)
                 top_k = int(getattr(node, "top_k", 0) or 0)
     return n_q, routed, top_k
+
+
+def _graph_reads(graph: Any) -> tuple[LayerReads, ...]:
+    """Layers whose primary attention reads less than the context: sliding windows, sparse top-k."""
+    groups: dict[tuple[int, int, int], int] = {}
+    for lid in graph.expand():
+        for node in graph.layer_kind(lid).nodes:
+            if getattr(node, "op", None) != "Attention" or getattr(node, "role", None):
+                continue
+            kind = getattr(node, "kind", "")
+            window = int(getattr(node, "window", 0) or 0)
+            if kind == "sparse_mla":
+                topk = int(getattr(node, "index_topk", 0) or 0) or window
+                key = (0, topk, int(getattr(node, "compress_ratio", 0) or 0))
+            elif kind == "swa" and window > 0:
+                key = (window, 0, 0)
+            else:
+                break
+            groups[key] = groups.get(key, 0) + 1
+            break
+    return tuple(LayerReads(n, w, k, c) for (w, k, c), n in groups.items())
 
 
 # Published round figures (total, active) for catalog models, where a scenario wants them.
@@ -352,10 +421,9 @@ RECORDED_WORKLOADS: dict[str, Workload] = dict(
              catalog="gpt2-xl", note="GPT-2 XL: mlsysim records the rounded 1.5 B; its graph counts 1.56 B"),
         _rec("Language", "GPT2_Small", "GPT-2 Small (124M)", 124e6, 12, _mha(12, 12, 768), hidden=768, heads=12),
         _rec("Language", "GPT3", "GPT-3 (175B)", 175e9, 96, _mha(96, 96, 12288), hidden=12288, heads=96),
-        _rec("Language", "Llama2_7B", "Llama-2-7B", 7e9, 32, _mha(32, 32, 4096), hidden=4096, heads=32,
-             catalog="llama-2-7b-hf"),
+        _rec("Language", "Llama2_7B", "Llama-2-7B", 7e9, 32, _mha(32, 32, 4096), hidden=4096, heads=32),
         _rec("Language", "Llama2_70B", "Llama-2-70B", 70e9, 80, KvGeometry("gqa", 8, 128, 80, 64), hidden=8192,
-             heads=64, catalog="llama-2-70b-hf"),
+             heads=64),
         _rec("Language", "Llama3_8B", "Llama-3.1-8B", 8.03e9, 32, KvGeometry("gqa", 8, 128, 32, 32), hidden=4096,
              heads=32, catalog="llama-3.1-8b-instruct"),
         _rec("Language", "Llama3_70B", "Llama-3.1-70B", 70.6e9, 80, KvGeometry("gqa", 8, 128, 80, 64),
