@@ -76,18 +76,19 @@ def test_recorded_figures_agree_with_the_catalog_where_it_has_the_model() -> Non
     assert linked >= 5
     gpt2 = Workload.catalog("gpt2-xl")
     assert round(gpt2.n_parameters / 1e9, 2) == 1.55 and gpt2.nominal().n_parameters == 1.5e9
-    for key, h in RECORDED_HARDWARE.items():
-        if h.catalog_name is not None:
-            c = Hardware.catalog(h.catalog_name)
-            assert math.isclose(h.capacity_bytes, c.capacity_bytes, rel_tol=1e-9), key
+    for hkey, hw in RECORDED_HARDWARE.items():
+        if hw.catalog_name is not None:
+            chip = Hardware.catalog(hw.catalog_name)
+            assert math.isclose(hw.capacity_bytes, chip.capacity_bytes, rel_tol=1e-9), hkey
 
 
 def test_catalog_precision_keys_and_refusal() -> None:
     h = Hardware.catalog("h100")
     assert set(h.precision_keys) >= {"bf16_dense", "fp16_dense", "fp8_dense"}
-    s = KvDecodeBatchScenario(
-        workload="gpt2-xl", hardware="h100", weight_bytes_per_param="2 B", kv_bytes_per_value="2 B",
-        context_tokens=1024, batch_sizes=[1], prompt_tokens=512, prefill_efficiency=0.4, peak_precision="fp8",
+    s = KvDecodeBatchScenario(  # names and strings are accepted and resolved
+        workload="gpt2-xl", hardware="h100", weight_bytes_per_param="2 B", kv_bytes_per_value="2 B",  # type: ignore[arg-type]
+        context_tokens=1024, batch_sizes=[1], prompt_tokens=512, prefill_efficiency=0.4,  # type: ignore[arg-type]
+        peak_precision="fp8",
     )
     with pytest.raises(LatencyKernelError, match="fp8_dense"):
         _ = s.peak_rate

@@ -66,7 +66,7 @@ def test_byte_fields_refuse_other_dimensions_and_accept_foreign_bytes() -> None:
     with pytest.raises(ScenarioInputError, match="kv_bytes_per_value"):
         BASE.variant(kv_bytes_per_value=Q_(2, "token"))
     # pint's default registry makes a byte dimensionless; its unit is re-read here as a byte
-    other = pint.UnitRegistry()
+    other: pint.UnitRegistry = pint.UnitRegistry()
     s = BASE.variant(weight_bytes_per_param=other.Quantity(2, "byte"), kv_bytes_per_value="2 B")
     assert s.weights == BASE.weights and s.kv_per_token == BASE.kv_per_token
     assert BASE.variant(weight_bytes_per_param="2 B/param").weights == BASE.weights

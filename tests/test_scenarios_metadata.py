@@ -11,6 +11,7 @@ import pytest
 
 from latencykernel.errors import LatencyKernelError
 from latencykernel.scenarios import KvDecodeBatchScenario, Q_, Scenarios, evaluate_equation
+from latencykernel.scenarios.base import Scenario
 from latencykernel.scenarios.docs import scenario_classes
 from latencykernel.scenarios.metadata import Formula, Output
 from latencykernel.scenarios.named import keys
@@ -33,7 +34,7 @@ def test_the_documented_contract_attributes_and_methods() -> None:
         assert hasattr(s, field)
     assert KvDecodeBatchScenario(
         workload=s.workload, hardware=s.hardware, weight_bytes_per_param=Q_(2, "B"), kv_bytes_per_value=Q_(2, "B"),
-        context_tokens=1024, batch_sizes=[1], prompt_tokens=512, prefill_efficiency=0.4,
+        context_tokens=1024, batch_sizes=(1,), prompt_tokens=512, prefill_efficiency=0.4,
     ).peak_precision == "fp16_dense"
 
 
@@ -52,10 +53,11 @@ def test_metadata_is_readable_from_the_class_and_the_instance() -> None:
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=[c.__name__ for c in CLASSES])
-def test_every_output_of_every_class_is_documented(cls: type) -> None:
+def test_every_output_of_every_class_is_documented(cls: type[Scenario]) -> None:
     assert cls.summary and cls.equation and cls.family
     assert cls.assumptions and cls.excludes, cls.__name__
     assert cls.inputs_doc, cls.__name__
+    assert cls.examples, cls.__name__  # the docs page shows it run; test_scenarios_docs_cli runs it
     outputs = cls.outputs()
     assert outputs
     for o in outputs:

@@ -42,6 +42,7 @@ __all__ = [
     "evaluate_equation",
     "decode_batch",
     "LEFT_OUT",
+    "golden",
     "Q_",
     "ureg",
     "ScenarioInputError",

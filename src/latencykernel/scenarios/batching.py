@@ -43,6 +43,12 @@ class BatchingKneeScenario(Scenario):
         InputDoc("batch_sizes", "list[int]", "batches to report"),
     )
 
+    examples: ClassVar[tuple[str, ...]] = (
+        'from latencykernel.scenarios import Scenarios',
+        's = Scenarios.LlmDecodeBatchingKnee',
+        "s.knee, f'{s.throughput(80):.1f~P}', s.throughput_share(80)",
+    )
+
     def _validate(self) -> None:
         self._set("fixed_time", as_quantity("fixed_time", self.fixed_time, "s", nonnegative=True))
         self._set("per_request_time", as_quantity("per_request_time", self.per_request_time, "s", positive=True))

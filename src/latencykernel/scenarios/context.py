@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -33,6 +35,12 @@ class ContextGrowthScenario(Scenario):
     inputs_doc: ClassVar[tuple[InputDoc, ...]] = (
         InputDoc("base_tokens", "int [tokens] ≥ 1", "the original window"),
         InputDoc("tokens", "int [tokens] ≥ 1", "the grown window"),
+    )
+
+    examples: ClassVar[tuple[str, ...]] = (
+        'from latencykernel.scenarios import Scenarios',
+        's = Scenarios.BertWindowToFourK',
+        's.ratio, s.score_ratio',
     )
 
     def _validate(self) -> None:
@@ -72,6 +80,12 @@ class ContextAdmissionScenario(Scenario):
         InputDoc("image_tokens", "int [tokens]", "positions the vision front end charges"),
     )
 
+    examples: ClassVar[tuple[str, ...]] = (
+        'from latencykernel.scenarios import Scenarios',
+        's = Scenarios.MultimodalContextAdmission',
+        "s.admitted, f'{s.excess:~P}'",
+    )
+
     def _validate(self) -> None:
         for name in ("window", "output_reserve", "text_tokens", "image_tokens"):
             self._set(name, count(name, getattr(self, name), "token"))
@@ -108,12 +122,17 @@ class ContextAdmissionScenario(Scenario):
         return self.text_tokens + self.image_tokens <= self.window - self.output_reserve
 
 
-for _key, _t in (("BertWindowToFourK", 4096), ("BertWindowToOneK", 1024), ("BertWindowToTwoK", 2048)):
-    _names = {4096: "BERT's 512 learned positions against a 4,096-token input", 1024: "BERT's window doubled",
-              2048: "BERT's window quadrupled"}
-    register(_key)(lambda _k=_key, _t=_t, _n=_names[_t]: ContextGrowthScenario(
-        key=_k, name=_n, description="Score memory grows with the square of the length ratio.", base_tokens=512,
-        tokens=_t))
+def _growth(key: str, tokens: int, name: str) -> ContextGrowthScenario:
+    return ContextGrowthScenario(
+        key=key, name=name, description="Score memory grows with the square of the length ratio.", base_tokens=512,
+        tokens=tokens,
+    )
+
+
+register("BertWindowToFourK")(functools.partial(
+    _growth, "BertWindowToFourK", 4096, "BERT's 512 learned positions against a 4,096-token input"))
+register("BertWindowToOneK")(functools.partial(_growth, "BertWindowToOneK", 1024, "BERT's window doubled"))
+register("BertWindowToTwoK")(functools.partial(_growth, "BertWindowToTwoK", 2048, "BERT's window quadrupled"))
 
 
 @register("MultimodalContextAdmission")

@@ -7,6 +7,8 @@ against FLOPs over peak). ``ModelCallScenario``, ``StreamCancelScenario`` and
 
 from __future__ import annotations
 
+import functools
+
 import math
 from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
@@ -196,6 +198,12 @@ class ModelCallScenario(Scenario):
         InputDoc("stage_success", "dict[str, float] | None", "probability each acceptance stage passes"),
     )
 
+    examples: ClassVar[tuple[str, ...]] = (
+        'from latencykernel.scenarios import Scenarios',
+        'c = Scenarios.CodingAgentWholeFileEdit',
+        "print(f'{c.prefill_time:.3f~P}', f'{c.decode_time:.2f~P}', f'{c.deadline_margin:.3f}')",
+    )
+
     def _validate(self) -> None:
         if not isinstance(self.floors, DecodeScenario):
             raise ScenarioInputError(f"floors={self.floors!r} must be a DecodeScenario", argument="floors", value=self.floors)
@@ -305,6 +313,12 @@ class StreamCancelScenario(Scenario):
         InputDoc("reject_step", "int [tokens]", "step at which the monitor rejects"),
     )
 
+    examples: ClassVar[tuple[str, ...]] = (
+        'from latencykernel.scenarios import Scenarios',
+        's = Scenarios.CanceledStreamDecodeSavings',
+        "s.skipped_steps, f'{s.decode_time_avoided:.1f~P}'",
+    )
+
     def _validate(self) -> None:
         if not isinstance(self.floors, DecodeScenario):
             raise ScenarioInputError(f"floors={self.floors!r} must be a DecodeScenario", argument="floors", value=self.floors)
@@ -347,6 +361,11 @@ class ReasoningLatencyScenario(Scenario):
     inputs_doc: ClassVar[tuple[InputDoc, ...]] = (
         InputDoc("per_token_time", "Quantity [time]", "time per decoded token"),
         InputDoc("reasoning_tokens", "int [tokens]", "serial reasoning tokens"),
+    )
+
+    examples: ClassVar[tuple[str, ...]] = (
+        'from latencykernel.scenarios import Scenarios',
+        "f'{Scenarios.ReasoningTokenLatency.reasoning_time:~P}'",
     )
 
     def _validate(self) -> None:
@@ -403,7 +422,7 @@ _DECODES: dict[str, tuple[Any, ...]] = {
 }
 
 for _key, _args in _DECODES.items():
-    register(_key)(lambda _k=_key, _a=_args: _floor(_k, *_a))
+    register(_key)(functools.partial(_floor, _key, *_args))
 
 
 def _call(key: str, name: str, description: str, prompt: int, out: int, instr: int = 0, shared: int = 0,
@@ -437,7 +456,7 @@ _CALLS: dict[str, tuple[Any, ...]] = {
 }
 
 for _key, _args in _CALLS.items():
-    register(_key)(lambda _k=_key, _a=_args: _call(_k, *_a))
+    register(_key)(functools.partial(_call, _key, *_args))
 
 
 @register("CanceledStreamDecodeSavings")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from latencykernel.scenarios.base import Scenario
-from latencykernel.scenarios.explain import fmt, report
+from latencykernel.scenarios.explain import report
 
 __all__ = ["pages", "write", "scenario_classes"]
 
@@ -114,7 +114,7 @@ def page(cls: type[Scenario]) -> str:
             out.append(f"- `{f.name}`: " + ". ".join(parts) + ".")
         out.append("")
     if cls.examples:
-        out += ["## Example", "", "```python"] + _run_examples(cls.examples) + ["```", ""]
+        out += ["## Example", "", "```python"] + _run_examples(cls.examples) + ["", "```", ""]
     named = [k for k in keys() if type(Scenarios.get(k)) is cls]
     if named:
         out += ["## Named scenarios", ""]

@@ -21,6 +21,7 @@ FAMILIES: tuple[str, ...] = (
     "decode_floor",
     "weight_read",
     "kv_footprint",
+    "kv_admission",
     "experts",
     "prefill",
     "speculative",
@@ -38,7 +39,8 @@ def register(key: str) -> Callable[[Callable[[], Any]], Callable[[], Any]]:
     def wrap(builder: Callable[[], Any]) -> Callable[[], Any]:
         if key in NAMED:
             raise ValueError(f"named scenario {key!r} registered twice")
-        NAMED[key] = (builder.__module__.rsplit(".", 1)[-1], builder)
+        module = getattr(builder, "func", builder).__module__  # a functools.partial names its function's
+        NAMED[key] = (module.rsplit(".", 1)[-1], builder)
         return builder
 
     return wrap
@@ -90,7 +92,10 @@ class _ScenariosMeta(type):
         return iter(keys())
 
     def __contains__(cls, key: object) -> bool:
-        return isinstance(key, str) and (key in NAMED or (_load() is None and key in NAMED))
+        if not isinstance(key, str):
+            return False
+        _load()
+        return key in NAMED
 
 
 class Scenarios(metaclass=_ScenariosMeta):

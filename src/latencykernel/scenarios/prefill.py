@@ -64,6 +64,12 @@ class PrefixRebuildScenario(Scenario):
         InputDoc("peak_precision", "str | None", "peak key (None: the headline peak)"),
     )
 
+    examples: ClassVar[tuple[str, ...]] = (
+        'from latencykernel.scenarios import Scenarios',
+        's = Scenarios.InvariantPrefixRebuildDgxH100',
+        "print(f'{s.rebuild_time:.1f~P}', f'{s.weight_read_time:.2f~P}', round(s.rebuild_over_hit, 1))",
+    )
+
     def _validate(self) -> None:
         self._set("workload", registry.workload(self.workload))
         self.workload.require_kv()
@@ -179,6 +185,12 @@ class ChunkedPrefillScenario(Scenario):
         InputDoc("chunk_tokens", "int [tokens] ≥ 1", "prompt tokens per iteration"),
         InputDoc("prefill", "PrefixRebuildScenario | None", "model, node and sustained rate"),
         InputDoc("decodes", "int | None", "decodes running beside the prefill"),
+    )
+
+    examples: ClassVar[tuple[str, ...]] = (
+        'from latencykernel.scenarios import Scenarios',
+        's = Scenarios.ChunkedPrefillAmongDecodes',
+        "print(f'{s.monolithic_gap:.1f~P}', f'{s.chunked_iteration:.1f~P}', s.chunks)",
     )
 
     def _validate(self) -> None:

@@ -46,6 +46,12 @@ class SpeculativeRoundScenario(Scenario):
         InputDoc("draft_step", "Quantity [time] | None", "one draft token's time"),
     )
 
+    examples: ClassVar[tuple[str, ...]] = (
+        'from latencykernel.scenarios import Scenarios',
+        's = Scenarios.Gpt2XlSpeculativeGpt2SmallH100',
+        'round(s.expected_tokens, 4), round(s.tpot_gain, 3)',
+    )
+
     def _validate(self) -> None:
         self._set("acceptance", fraction("acceptance", self.acceptance, low_open=False))
         self._set("draft_length", count("draft_length", self.draft_length, "token", minimum=1))

@@ -36,7 +36,7 @@ __all__ = [
 
 def _registry() -> pint.UnitRegistry:
     with resources.as_file(resources.files("latencykernel.scenarios") / "units.txt") as path:
-        reg = pint.UnitRegistry(str(path), autoconvert_offset_to_baseunit=False)
+        reg: pint.UnitRegistry = pint.UnitRegistry(str(path), autoconvert_offset_to_baseunit=False)
     try:  # pint >= 0.24
         reg.formatter.default_format = "~P"
     except AttributeError:  # pragma: no cover - older pint
@@ -86,6 +86,7 @@ def as_quantity(
             argument=argument,
             value=value,
         )
+    q: Any
     if isinstance(value, str):
         try:
             q = Q_(value)

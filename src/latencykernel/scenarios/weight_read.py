@@ -3,6 +3,8 @@ and what a full KV cache and a separate unpack pass add."""
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -201,4 +203,4 @@ _READS: dict[str, tuple[Any, ...]] = {
 }
 
 for _key, _args in _READS.items():
-    register(_key)(lambda _k=_key, _a=_args: _read(_k, *_a))
+    register(_key)(functools.partial(_read, _key, *_args))

@@ -1,0 +1,336 @@
+"""How many requests a memory budget admits: a replica's cache budget, and the batch that
+lower-precision weights and cache buy.
+
+mlsysim's admission and dividend models took ``head_dim`` from hidden // heads and had no
+MLA branch (25x too large for DeepSeek-V3); here they read the model's real geometry
+through the one KV law the kernel sizes its cache with.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import pint
+
+from latencykernel.scenarios import registry
+from latencykernel.scenarios.base import InputDoc, Scenario
+from latencykernel.scenarios.errors import NotApplicableError
+from latencykernel.scenarios.kv_footprint import _FULL, _GEOMETRY, _NO_PAGING, _NO_RUNTIME, _rec_src
+from latencykernel.scenarios.metadata import output
+from latencykernel.scenarios.named import register
+from latencykernel.scenarios.units import Q_, as_quantity, count, quantity
+from latencykernel.scenarios.workloads import Workload
+
+__all__ = ["KvAdmissionScenario", "PrecisionDividendScenario"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class KvAdmissionScenario(Scenario):
+    """A replica's KV budget against one context length: how many requests it admits."""
+
+    workload: Workload
+    accelerators: int
+    hbm_per_accelerator: pint.Quantity
+    weight_bytes_per_param: pint.Quantity
+    reserve: pint.Quantity
+    context_tokens: int
+    kv_bytes_per_elem: pint.Quantity
+    requests: int | None = None
+
+    optional_inputs: ClassVar[frozenset[str]] = frozenset({"requests"})
+    family: ClassVar[str] = "kv_admission"
+    mlsysim_type: ClassVar[str | None] = "KvAdmissionScenario"
+    summary: ClassVar[str] = (
+        "The memory a replica has left for the cache after weights and a reserve, over one request's cache."
+    )
+    equation: ClassVar[str] = "budget = n·HBM − P·b_w − reserve; max_requests = floor(budget / (kv_per_token·context))"
+    assumptions: ClassVar[tuple[str, ...]] = (_GEOMETRY, _FULL, "the whole replica's memory is pooled")
+    excludes: ClassVar[tuple[str, ...]] = (_NO_PAGING, _NO_RUNTIME)
+    inputs_doc: ClassVar[tuple[InputDoc, ...]] = (
+        InputDoc("workload", "Workload | str", "the model"),
+        InputDoc("accelerators", "int ≥ 1", "devices in the replica"),
+        InputDoc("hbm_per_accelerator", "Quantity [B]", "memory per device (GiB as registered)"),
+        InputDoc("weight_bytes_per_param", "Quantity [B]", "weight width"),
+        InputDoc("reserve", "Quantity [B]", "runtime reserve (activations, graphs) over the replica"),
+        InputDoc("context_tokens", "int [tokens] ≥ 1", "tokens each request keeps"),
+        InputDoc("kv_bytes_per_elem", "Quantity [B]", "cache element width"),
+        InputDoc("requests", "int | None", "a request count for context_fit()"),
+    )
+
+    examples: ClassVar[tuple[str, ...]] = (
+        'from latencykernel.scenarios import Scenarios',
+        's = Scenarios.Llama3_70BShortContextAdmissionDgxH100',
+        "s.max_requests, f'{s.context_fit(64):.0f~P}'",
+    )
+
+    def _validate(self) -> None:
+        self._set("workload", registry.workload(self.workload))
+        self.workload.require_kv()
+        self._set("accelerators", count("accelerators", self.accelerators, "sequence", minimum=1))
+        self._set("hbm_per_accelerator", as_quantity("hbm_per_accelerator", self.hbm_per_accelerator, "B", positive=True))
+        self._set("weight_bytes_per_param",
+                  as_quantity("weight_bytes_per_param", self.weight_bytes_per_param, "B", per="param", positive=True))
+        self._set("reserve", as_quantity("reserve", self.reserve, "B", nonnegative=True))
+        self._set("context_tokens", count("context_tokens", self.context_tokens, "token", minimum=1))
+        self._set("kv_bytes_per_elem", as_quantity("kv_bytes_per_elem", self.kv_bytes_per_elem, "B", positive=True))
+        if self.requests is not None:
+            self._set("requests", count("requests", self.requests, "sequence", minimum=1))
+
+    def symbols(self) -> dict[str, Any]:
+        s = super().symbols()
+        s["context_tokens"] = Q_(self.context_tokens, "token")
+        return s
+
+    def _per_token(self) -> float:
+        return self.workload.kv_bytes(float(self.kv_bytes_per_elem.to("B").magnitude))
+
+    def _weights(self) -> float:
+        return self.workload.n_parameters * float(self.weight_bytes_per_param.to("B/param").magnitude)
+
+    def _budget(self) -> float:
+        hbm = self.accelerators * float(self.hbm_per_accelerator.to("B").magnitude)
+        return hbm - self._weights() - float(self.reserve.to("B").magnitude)
+
+    @output(equation="workload.kv.head_dim", returns="int", assumptions=(_GEOMETRY,))
+    def head_dim(self) -> int:
+        """Width of one cached vector, from the geometry (not hidden // heads)."""
+        return self.workload.require_kv().head_dim
+
+    @output(equation="workload.parameters * weight_bytes_per_param", unit="GB")
+    def weights(self) -> pint.Quantity:
+        """Weights of the whole replica."""
+        return quantity(self._weights(), "B", "GB")
+
+    @output(equation="accelerators * hbm_per_accelerator", unit="GiB")
+    def hbm_total(self) -> pint.Quantity:
+        """Memory of the replica."""
+        return (self.accelerators * self.hbm_per_accelerator).to("GiB")
+
+    @output(equation="hbm_total - weights - reserve", unit="GB", excludes=(_NO_RUNTIME,))
+    def kv_budget(self) -> pint.Quantity:
+        """Memory left for the cache (negative: the weights do not fit)."""
+        return quantity(self._budget(), "B", "GB")
+
+    @output(equation="workload.kv_bytes_per_token(kv_bytes_per_elem) * token", unit="B", assumptions=(_GEOMETRY,))
+    def kv_per_token(self) -> pint.Quantity:
+        """Cache bytes per token over the whole replica."""
+        return Q_(self._per_token(), "B")
+
+    @output(equation="workload.kv_bytes_per_token(kv_bytes_per_elem) * context_tokens", unit="GB")
+    def kv_per_request(self) -> pint.Quantity:
+        """One request's cache at the context length."""
+        return quantity(self._per_token() * self.context_tokens, "B", "GB")
+
+    @output(equation="floor(kv_budget / kv_per_request)", returns="int", assumptions=(_FULL,), excludes=(_NO_PAGING,))
+    def max_requests(self) -> int:
+        """Requests the budget admits (negative: the weights do not fit)."""
+        return math.floor(self._budget() / (self._per_token() * self.context_tokens))
+
+    @output(equation="kv_budget / (requests * kv_per_token) * token", unit="token",
+            samples=lambda s: [{"requests": r} for r in (1, 8, 32, 64)])
+    def context_fit(self, requests: int | None = None) -> pint.Quantity:
+        """Tokens each of ``requests`` requests can keep (default: the input ``requests``)."""
+        if requests is None:
+            if self.requests is None:
+                raise NotApplicableError("context_fit needs a request count (argument or input requests)")
+            requests = self.requests
+        n = count("requests", requests, "sequence", minimum=1)
+        return Q_(self._budget() / (n * self._per_token()), "token")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PrecisionDividendScenario(Scenario):
+    """The largest batch before and after lower-precision weights and cache, on a tensor-parallel group."""
+
+    workload: Workload
+    tp_size: int
+    hbm_per_accelerator: pint.Quantity
+    context_tokens: int
+    kv_heads: int | None = None
+    weight_bytes: pint.Quantity = dataclasses.field(default_factory=lambda: Q_(2, "B"))
+    weight_bytes_low: pint.Quantity = dataclasses.field(default_factory=lambda: Q_(0.5, "B"))
+    kv_bytes: pint.Quantity = dataclasses.field(default_factory=lambda: Q_(2, "B"))
+    kv_bytes_low: pint.Quantity = dataclasses.field(default_factory=lambda: Q_(1, "B"))
+
+    family: ClassVar[str] = "kv_admission"
+    mlsysim_type: ClassVar[str | None] = "PrecisionDividendScenario"
+    summary: ClassVar[str] = "Lower-precision weights free memory for cache and lower-precision cache shrinks each request: the batch grows by both."
+    equation: ClassVar[str] = "B_max = floor((HBM − P·b_w/tp) / (kv_rank(b_kv)·context)), at base and low precision"
+    assumptions: ClassVar[tuple[str, ...]] = (
+        _GEOMETRY,
+        "each TP rank holds max(1, n_kv // tp) KV heads (a head is never split)",
+        _FULL,
+    )
+    excludes: ClassVar[tuple[str, ...]] = (_NO_PAGING, _NO_RUNTIME)
+    inputs_doc: ClassVar[tuple[InputDoc, ...]] = (
+        InputDoc("workload", "Workload | str", "the model"),
+        InputDoc("tp_size", "int ≥ 1", "tensor-parallel ranks"),
+        InputDoc("hbm_per_accelerator", "Quantity [B]", "memory per rank as the budget states it"),
+        InputDoc("context_tokens", "int [tokens] ≥ 1", "tokens each request keeps"),
+        InputDoc("kv_heads", "int | None", "a what-if KV head count (None: the model's)"),
+        InputDoc("weight_bytes, weight_bytes_low", "Quantity [B]", "weight width at base and low precision"),
+        InputDoc("kv_bytes, kv_bytes_low", "Quantity [B]", "cache width at base and low precision"),
+    )
+
+    examples: ClassVar[tuple[str, ...]] = (
+        'from latencykernel.scenarios import Scenarios',
+        's = Scenarios.Llama2_70BPrecisionDividendGqaTp8',
+        's.max_batch, s.max_batch_low, round(s.dividend, 3)',
+    )
+
+    def _validate(self) -> None:
+        self._set("workload", registry.workload(self.workload))
+        kv = self.workload.require_kv()
+        self._set("tp_size", count("tp_size", self.tp_size, "sequence", minimum=1))
+        self._set("hbm_per_accelerator", as_quantity("hbm_per_accelerator", self.hbm_per_accelerator, "B", positive=True))
+        self._set("context_tokens", count("context_tokens", self.context_tokens, "token", minimum=1))
+        if self.kv_heads is not None:
+            n = count("kv_heads", self.kv_heads, "sequence", minimum=1)
+            self._set("kv_heads", n)
+            kv = dataclasses.replace(kv, n_kv=n)
+        self._set("_kv", kv)
+        for name in ("weight_bytes", "weight_bytes_low", "kv_bytes", "kv_bytes_low"):
+            self._set(name, as_quantity(name, getattr(self, name), "B", positive=True))
+
+    def symbols(self) -> dict[str, Any]:
+        s = super().symbols()
+        s["context_tokens"] = Q_(self.context_tokens, "token")
+        s["geometry"] = self._kv  # type: ignore[attr-defined]
+        s["per_param"] = Q_(1, "1/param")
+        return s
+
+    def _w(self, low: bool) -> float:
+        b = self.weight_bytes_low if low else self.weight_bytes
+        return self.workload.n_parameters * float(b.to("B").magnitude) / self.tp_size
+
+    def _budget(self, low: bool) -> float:
+        return float(self.hbm_per_accelerator.to("B").magnitude) - self._w(low)
+
+    def _kv_req(self, low: bool, tp: int) -> float:
+        b = self.kv_bytes_low if low else self.kv_bytes
+        return self._kv.bytes_per_token(float(b.to("B").magnitude), tp) * self.context_tokens  # type: ignore[attr-defined,no-any-return]
+
+    @output(equation="workload.parameters * weight_bytes * per_param / tp_size", unit="B")
+    def weights_per_device(self) -> pint.Quantity:
+        """Weight bytes per rank at base precision."""
+        return Q_(self._w(False), "B")
+
+    @output(equation="workload.parameters * weight_bytes_low * per_param / tp_size", unit="B")
+    def weights_per_device_low(self) -> pint.Quantity:
+        """Weight bytes per rank at low precision."""
+        return Q_(self._w(True), "B")
+
+    @output(equation="hbm_per_accelerator - weights_per_device", unit="GB", excludes=(_NO_RUNTIME,))
+    def kv_budget_per_device(self) -> pint.Quantity:
+        """Cache budget per rank at base precision."""
+        return quantity(self._budget(False), "B", "GB")
+
+    @output(equation="hbm_per_accelerator - weights_per_device_low", unit="GB")
+    def kv_budget_per_device_low(self) -> pint.Quantity:
+        """Cache budget per rank at low precision."""
+        return quantity(self._budget(True), "B", "GB")
+
+    @output(equation="geometry.kv_bytes_per_token(kv_bytes) * context_tokens", unit="B")
+    def kv_per_request(self) -> pint.Quantity:
+        """One request's cache over the whole group, base precision."""
+        return Q_(self._kv_req(False, 1), "B")
+
+    @output(equation="geometry.kv_bytes_per_token(kv_bytes_low) * context_tokens", unit="B")
+    def kv_per_request_low(self) -> pint.Quantity:
+        """One request's cache over the whole group, low precision."""
+        return Q_(self._kv_req(True, 1), "B")
+
+    @output(equation="geometry.kv_bytes_per_token(kv_bytes, tp_size) * context_tokens",
+            unit="B", assumptions=("each rank holds max(1, n_kv // tp) KV heads",))
+    def kv_per_request_per_device(self) -> pint.Quantity:
+        """One request's cache on one rank, base precision."""
+        return Q_(self._kv_req(False, self.tp_size), "B")
+
+    @output(equation="geometry.kv_bytes_per_token(kv_bytes_low, tp_size) * context_tokens",
+            unit="B")
+    def kv_per_request_per_device_low(self) -> pint.Quantity:
+        """One request's cache on one rank, low precision."""
+        return Q_(self._kv_req(True, self.tp_size), "B")
+
+    @output(equation="floor(kv_budget_per_device / kv_per_request_per_device)", returns="int")
+    def max_batch(self) -> int:
+        """Largest batch at base precision."""
+        return math.floor(self._budget(False) / self._kv_req(False, self.tp_size))
+
+    @output(equation="floor(kv_budget_per_device_low / kv_per_request_per_device_low)", returns="int")
+    def max_batch_low(self) -> int:
+        """Largest batch at low precision."""
+        return math.floor(self._budget(True) / self._kv_req(True, self.tp_size))
+
+    @output(equation="max_batch_low / max_batch", returns="float")
+    def dividend(self) -> float:
+        """Batch growth from the lower precision."""
+        return self.max_batch_low / self.max_batch
+
+    @output(equation="kv_budget_per_device_low / kv_budget_per_device", returns="float")
+    def budget_gain(self) -> float:
+        """Cache budget growth from the lighter weights."""
+        return self._budget(True) / self._budget(False)
+
+
+# ---------------------------------------------------------------------------- named scenarios
+def _admission(key: str, name: str, description: str, model: str, n: int, wb: str, reserve: str, ctx: int,
+               requests: int | None = None) -> KvAdmissionScenario:
+    return KvAdmissionScenario(
+        key=key, name=name, description=description,
+        sources=_rec_src(model) + ("memory: 80 GiB per H100, as mlsysim registers it",),
+        workload=Workload.recorded(model), accelerators=n, hbm_per_accelerator=Q_(80, "GiB"),
+        weight_bytes_per_param=Q_(wb), reserve=Q_(reserve), context_tokens=ctx, kv_bytes_per_elem=Q_(2, "B"),
+        requests=requests,
+    )
+
+
+_ADMISSIONS: dict[str, tuple[Any, ...]] = {
+    "Llama3_70BAgentContextAdmissionDgxH100": (
+        "32,768-token agent requests on the 70B GQA replica (8 H100s)",
+        "The repair request's 32,768 retained tokens per request, same replica and reserve.",
+        "Llama3_70B", 8, "2 B", "20 GB", 32768),
+    "Llama3_70BInt4KvBudgetH100": (
+        "A 70B-class model with 4-bit weights on one H100: the 16-bit cache budget",
+        "Llama 3 70B geometry (80 layers, 8 key-value heads of 128); 4-bit weights.",
+        "Llama3_70B", 1, "0.5 B", "0 GB", 8192, 32),
+    "Llama3_70BLongContextAdmissionDgxH100": (
+        "128K-token requests on the 70B GQA replica (8 H100s)",
+        "FP16 weights and KV cache; HBM at the registered byte capacity, less a 20 GB runtime reserve.",
+        "Llama3_70B", 8, "2 B", "20 GB", 131072),
+    "Llama3_70BShortContextAdmissionDgxH100": (
+        "8,192-token requests on the 70B GQA replica (8 H100s)",
+        "A short session of 8,192 retained tokens per request, same replica and reserve.",
+        "Llama3_70B", 8, "2 B", "20 GB", 8192),
+    "Llama3_8BFp16ConversationsH100": (
+        "Llama 3 8B conversations of 8,192 tokens on one H100, 16-bit weights and cache",
+        "The H100's memory after the weights, over each conversation's cache; no runtime reserve.",
+        "Llama3_8B", 1, "2 B", "0 GB", 8192),
+}
+
+for _key, _args in _ADMISSIONS.items():
+    register(_key)(functools.partial(_admission, _key, *_args))
+
+
+def _dividend(key: str, name: str, description: str, kv_heads: int) -> PrecisionDividendScenario:
+    return PrecisionDividendScenario(
+        key=key, name=name, description=description,
+        sources=_rec_src("Llama2_70B") + ("memory: a decimal 80 GB per GPU, as the scenario states its budget",),
+        workload=Workload.recorded("Llama2_70B"), tp_size=8, hbm_per_accelerator=Q_(80, "GB"), context_tokens=4096,
+        kv_heads=kv_heads,
+    )
+
+
+register("Llama2_70BPrecisionDividendGqaTp8")(lambda: _dividend(
+    "Llama2_70BPrecisionDividendGqaTp8", "Precision dividend of a 70B GQA model on 8 H100s",
+    "INT4 weights and an INT8 KV cache against FP16 for both, at a 4,096-token context, with a decimal 80 GB "
+    "budget per GPU.", 8))
+register("Llama2_70BPrecisionDividendMhaTp8")(lambda: _dividend(
+    "Llama2_70BPrecisionDividendMhaTp8", "Precision dividend of the same 70B model with 64-head attention",
+    "INT4 weights and an INT8 KV cache against FP16 for both, at a 4,096-token context, with a decimal 80 GB "
+    "budget per GPU.", 64))
