@@ -20,7 +20,7 @@ from latencykernel.scenarios.errors import ScenarioInputError
 from latencykernel.scenarios.hardware import Hardware
 from latencykernel.scenarios.metadata import output
 from latencykernel.scenarios.named import register
-from latencykernel.scenarios.units import Q_, as_quantity, count, fraction, nonnegative_int, quantity
+from latencykernel.scenarios.units import Q_, as_quantity, count, factor, fraction, nonnegative_int, quantity
 from latencykernel.scenarios.workloads import Workload
 
 __all__ = ["KvDecodeBatchScenario", "SparseKvDecodeBatchScenario", "TPOT_SAMPLES"]
@@ -157,7 +157,8 @@ class KvDecodeBatchScenario(Scenario):
 
     @staticmethod
     def _tpot_s(tpot: Any) -> float:
-        return float(as_quantity("tpot", tpot, "s", nonnegative=True).to("s").magnitude)
+        q = as_quantity("tpot", tpot, "s", nonnegative=True)
+        return float(q.magnitude) * factor(str(q.units), "s")
 
     def _weights_read(self, b: int) -> float:
         """Weight bytes one step over ``b`` sequences reads."""
@@ -190,7 +191,7 @@ class KvDecodeBatchScenario(Scenario):
     )
     def kv_per_token(self) -> pint.Quantity:
         """Single-request KV-cache bytes per context token from the workload's cache geometry."""
-        return Q_(self._kv_token, "B")  # type: ignore[attr-defined]
+        return quantity(self._kv_token, "B")  # type: ignore[attr-defined]
 
     @output(
         equation="workload.kv_bytes_per_token(kv_bytes_per_value) * context_tokens",
@@ -209,7 +210,7 @@ class KvDecodeBatchScenario(Scenario):
     @output(equation="bandwidth / kv_per_sequence", unit="1/s", assumptions=(_FULL_CACHE, _PEAK_BW))
     def rate_ceiling(self) -> pint.Quantity:
         """Aggregate tokens per second approached when cache traffic dominates the memory step."""
-        return Q_(self._bw / self._m, "1/s")  # type: ignore[attr-defined]
+        return quantity(self._bw / self._m, "1/s")  # type: ignore[attr-defined]
 
     @output(
         equation="floor((hardware.memory_capacity - weights) / kv_per_sequence)",
@@ -230,7 +231,7 @@ class KvDecodeBatchScenario(Scenario):
     @output(equation="peak_rate / bandwidth", unit="flop/B")
     def ridge(self) -> pint.Quantity:
         """Peak compute divided by memory bandwidth in FLOP/byte."""
-        return Q_(self._peak() / self._bw, "flop/B")  # type: ignore[attr-defined]
+        return quantity(self._peak() / self._bw, "flop/B")  # type: ignore[attr-defined]
 
     @output(
         equation="workload.flops_per_token * prompt_tokens",
@@ -240,7 +241,7 @@ class KvDecodeBatchScenario(Scenario):
     )
     def prefill_ops(self) -> pint.Quantity:
         """Prompt FLOPs from the workload's per-token forward count, without context-dependent attention work."""
-        return Q_(2.0 * self.workload.n_active_parameters * self.prompt_tokens, "flop")
+        return quantity(2.0 * self.workload.n_active_parameters * self.prompt_tokens, "flop")
 
     @output(
         equation="prefill_ops / (peak_rate * prefill_efficiency)",
@@ -276,7 +277,7 @@ class KvDecodeBatchScenario(Scenario):
     def token_rate(self, batch_size: int) -> pint.Quantity:
         """Aggregate tokens per second from one output token per sequence per modeled memory step."""
         b = self._b(batch_size)
-        return Q_(b * self._bw / self._step_bytes(b), "1/s")  # type: ignore[attr-defined]
+        return quantity(b * self._bw / self._step_bytes(b), "1/s")  # type: ignore[attr-defined]
 
     @output(equation="batch_size * kv_per_sequence / step_bytes(batch_size)", returns="float", samples=_batch_samples)
     def cache_share(self, batch_size: int) -> float:
@@ -366,7 +367,7 @@ class SparseKvDecodeBatchScenario(KvDecodeBatchScenario):
     @output(equation="bandwidth / kv_read_per_sequence", unit="1/s", assumptions=(_PEAK_BW,))
     def rate_ceiling(self) -> pint.Quantity:
         """Aggregate tokens per second approached when cache reads dominate the memory step."""
-        return Q_(self._bw / self._m_read, "1/s")  # type: ignore[attr-defined]
+        return quantity(self._bw / self._m_read, "1/s")  # type: ignore[attr-defined]
 
     @output(
         equation="workload.weights_read(weight_bytes_per_param, batch_size)",

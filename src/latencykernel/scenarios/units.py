@@ -1,6 +1,6 @@
 """The one pint registry of the scenario library, and the checks at its edge.
 
-Every kind of quantity is its own dimension (see ``units.txt``): bytes ([information]),
+Every kind of quantity is its own dimension (see ``DEFINITIONS``): bytes ([information]),
 FLOPs ([compute]), parameters, tokens, sequences, time, energy, currency. So
 ``Q_(1, "GB") + Q_(1, "param")`` raises instead of returning 1.000000000125 GB, and a
 bare number where bytes are expected is refused instead of being read as bits.
@@ -14,7 +14,6 @@ package never imports this module.
 
 from __future__ import annotations
 
-from importlib import resources
 from numbers import Real
 from typing import Any
 
@@ -34,9 +33,59 @@ __all__ = [
 ]
 
 
+DEFINITIONS = """\
+# The scenario library's units (pint definitions).
+#
+# Unlike pint's defaults (where bit = [] and a byte is dimensionless), every kind of
+# quantity here is its own dimension, so bytes, FLOPs, parameters, tokens and sequences
+# cannot be added to one another or read as one another by accident.
+
+#### PREFIXES ####
+pico- = 1e-12 = p-
+nano- = 1e-9 = n-
+micro- = 1e-6 = µ- = μ- = u-
+milli- = 1e-3 = m-
+kilo- = 1e3 = k- = K-
+mega- = 1e6 = M-
+giga- = 1e9 = G-
+tera- = 1e12 = T-
+peta- = 1e15 = P-
+exa- = 1e18 = E-
+kibi- = 2**10 = Ki-
+mebi- = 2**20 = Mi-
+gibi- = 2**30 = Gi-
+tebi- = 2**40 = Ti-
+pebi- = 2**50 = Pi-
+
+#### BASE UNITS (one dimension each) ####
+second = [time] = s = sec
+bit = [information] = b
+flop = [compute]
+token = [token] = _ = tokens
+parameter = [parameter] = param = params
+sequence = [sequence] = _ = sequences
+joule = [energy] = J
+dollar = [currency] = _ = USD
+
+#### DERIVED UNITS ####
+minute = 60 * second = min
+hour = 60 * minute = h = hr
+day = 24 * hour = d
+byte = 8 * bit = B
+watt = joule / second = W
+watt_hour = watt * hour = Wh
+# Spelled as mlsysim spells them, so reproduced values print the same unit strings.
+KB = 1e3 * byte
+TFLOPs = 1e12 * flop
+PFLOPs = 1e15 * flop
+TOPS = 1e12 * flop / second
+Bparam = 1e9 * parameter
+"""
+
+
 def _registry() -> pint.UnitRegistry:
-    with resources.as_file(resources.files("latencykernel.scenarios") / "units.txt") as path:
-        reg: pint.UnitRegistry = pint.UnitRegistry(str(path), autoconvert_offset_to_baseunit=False)
+    reg: pint.UnitRegistry = pint.UnitRegistry(None)
+    reg.load_definitions(DEFINITIONS.splitlines())
     try:  # pint >= 0.24
         reg.formatter.default_format = "~P"
     except AttributeError:  # pragma: no cover - older pint
@@ -62,9 +111,27 @@ def factor(from_unit: str, to_unit: str) -> float:
     return f
 
 
-def quantity(value_in_base: float, base_unit: str, display_unit: str) -> pint.Quantity:
-    """A float known in ``base_unit`` as a Quantity expressed in ``display_unit``."""
-    return Q_(value_in_base * factor(base_unit, display_unit), display_unit)
+_UNITS: dict[str, Any] = {}
+_DIMS: dict[str, Any] = {}
+
+
+def _dim(unit: str) -> Any:
+    d = _DIMS.get(unit)
+    if d is None:
+        d = _DIMS[unit] = Q_(1.0, unit).dimensionality
+    return d
+
+
+def quantity(value_in_base: float, base_unit: str, display_unit: str | None = None) -> pint.Quantity:
+    """A float known in ``base_unit`` as a Quantity expressed in ``display_unit`` (default:
+    the same unit). Units are parsed once and cached: this is the float core's only cost."""
+    display = display_unit or base_unit
+    u = _UNITS.get(display)
+    if u is None:
+        u = _UNITS[display] = ureg.Unit(display)
+    if display != base_unit:
+        value_in_base *= factor(base_unit, display)
+    return Q_(value_in_base, u)
 
 
 def as_quantity(
@@ -104,11 +171,10 @@ def as_quantity(
         )
     if not isinstance(q, pint.Quantity):  # Q_("3") is a plain number
         raise ScenarioInputError(f"{argument}={value!r} has no unit", argument=argument, value=value)
-    target = Q_(1.0, expected)
-    if per is not None and q.dimensionality == target.dimensionality:
-        q = q / Q_(1.0, per)
-    want = target / Q_(1.0, per) if per is not None else target
-    if q.dimensionality != want.dimensionality:
+    if per is not None and q.dimensionality == _dim(expected):
+        q = q / quantity(1.0, per)
+    want = _dim(f"{expected}/{per}") if per is not None else _dim(expected)
+    if q.dimensionality != want:
         shown = f"{expected}/{per}" if per else expected
         raise ScenarioInputError(
             f"{argument}={q:~P} has the dimension {q.dimensionality}; it must be convertible to {shown}",
