@@ -6,8 +6,12 @@
 
 from __future__ import annotations
 
+import operator
 from enum import Enum
+from operator import itemgetter
 from typing import Iterable, NamedTuple, Sequence
+
+from latencykernel.errors import LatencyKernelError
 
 __all__ = ["ReqShape", "Batch", "Resource", "StepEstimate", "RESOURCES"]
 
@@ -51,19 +55,24 @@ class Batch:
     ``sm_budget`` is the number of SMs available to the step (0, or the chip's count or
     more, means all of them).
 
-    The price reads two columns, ``scheduled`` and ``computed``; a batch built from
-    columns (``Batch.from_columns``) never materialises request objects.
+    The price reads two columns, ``scheduled`` and ``computed`` (lists of ints), with C
+    builtins (``sum``, ``max``, ``list.count``); a batch built from columns
+    (``Batch.from_columns``) never materialises request objects, and one built from numpy
+    arrays converts them in C (``tolist``). Construction checks, also in C, that no column
+    holds a negative number; a column whose smallest entry is not an ``int`` (floats, numpy
+    scalars) is converted entry by entry, and a fractional entry is refused. Treat the
+    columns as read-only once built.
     """
 
     __slots__ = ("_reqs", "scheduled", "computed", "decode_threshold", "sm_budget")
 
     def __init__(self, reqs: Iterable[ReqShape] = (), decode_threshold: int = 1, sm_budget: int = 0) -> None:
-        rs = tuple(reqs)
+        rs = reqs if type(reqs) is tuple else tuple(reqs)
         self._reqs: tuple[ReqShape, ...] | None = rs
-        self.scheduled: Sequence[int] = [r[0] for r in rs]
-        self.computed: Sequence[int] = [r[1] for r in rs]
-        self.decode_threshold = int(decode_threshold)
-        self.sm_budget = int(sm_budget)
+        self.scheduled: list[int] = _checked("scheduled", list(map(_first, rs)))
+        self.computed: list[int] = _checked("computed", list(map(_second, rs)))
+        self.decode_threshold = _setting("decode_threshold", decode_threshold)
+        self.sm_budget = _setting("sm_budget", sm_budget)
 
     @classmethod
     def from_columns(
@@ -73,23 +82,34 @@ class Batch:
         decode_threshold: int = 1,
         sm_budget: int = 0,
     ) -> "Batch":
-        """A batch from two equal-length columns (lists, tuples or numpy arrays)."""
+        """A batch from two equal-length columns (lists, tuples or numpy arrays of integers)."""
         if len(scheduled) != len(computed):
-            raise ValueError(
+            raise LatencyKernelError(
                 f"scheduled has {len(scheduled)} entries and computed {len(computed)}; they must be equal"
             )
         b = cls.__new__(cls)
         b._reqs = None
-        b.scheduled = [int(x) for x in scheduled]
-        b.computed = [int(x) for x in computed]
-        b.decode_threshold = int(decode_threshold)
-        b.sm_budget = int(sm_budget)
+        b.scheduled = _column("scheduled", scheduled)
+        b.computed = _column("computed", computed)
+        b.decode_threshold = _setting("decode_threshold", decode_threshold)
+        b.sm_budget = _setting("sm_budget", sm_budget)
         return b
 
     @classmethod
     def decode(cls, requests: int, context: int, decode_threshold: int = 8) -> "Batch":
         """``requests`` steady-state decodes, each one token against ``context`` tokens."""
-        return cls.from_columns([1] * requests, [context - 1] * requests, decode_threshold)
+        requests, context = int(requests), int(context)
+        if requests < 0:
+            raise LatencyKernelError(f"requests must not be negative, got {requests}")
+        if context < 1:
+            raise LatencyKernelError(f"context must be at least 1 (the token being decoded), got {context}")
+        b = cls.__new__(cls)
+        b._reqs = None
+        b.scheduled = [1] * requests
+        b.computed = [context - 1] * requests
+        b.decode_threshold = _setting("decode_threshold", decode_threshold)
+        b.sm_budget = 0
+        return b
 
     @property
     def reqs(self) -> tuple[ReqShape, ...]:
@@ -106,10 +126,62 @@ class Batch:
 
     def uniform_decode(self, width: int) -> bool:
         """True when the batch is non-empty and every request schedules exactly ``width``."""
-        return len(self.scheduled) > 0 and all(s == width for s in self.scheduled)
+        n = len(self.scheduled)
+        return n > 0 and self.scheduled.count(width) == n
 
     def __repr__(self) -> str:
         return f"Batch({len(self)} requests, {self.tokens()} tokens, decode_threshold={self.decode_threshold})"
+
+
+_first = itemgetter(0)
+_second = itemgetter(1)
+
+
+def _setting(name: str, value: int) -> int:
+    v = _whole(name, value)
+    if v < 0:
+        raise LatencyKernelError(f"{name} must not be negative, got {value}")
+    return v
+
+
+def _whole(name: str, value: object) -> int:
+    try:
+        return operator.index(value)  # int, bool, numpy integers
+    except TypeError:
+        pass
+    try:
+        f = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise LatencyKernelError(f"{name} must be a whole number, got {value!r}") from None
+    if not f.is_integer():
+        raise LatencyKernelError(f"{name} must be a whole number, got {value!r}")
+    return int(f)
+
+
+def _column(name: str, x: Sequence[int]) -> list[int]:
+    """A column as a fresh list of ints (C-speed for lists, tuples and numpy arrays)."""
+    if type(x) is list:
+        col = x.copy()
+    elif type(x) is tuple or type(x) is range:
+        col = list(x)
+    elif hasattr(x, "dtype") and hasattr(x, "tolist"):  # a numpy array, without importing numpy
+        if getattr(x, "ndim", 1) != 1:
+            raise LatencyKernelError(f"{name} must be one-dimensional, got shape {getattr(x, 'shape', '?')}")
+        col = x.tolist()  # Python ints for an integer array
+    else:
+        col = list(x)
+    return _checked(name, col)
+
+
+def _checked(name: str, col: list) -> list[int]:
+    if col:
+        lo = min(col)
+        if type(lo) is not int:
+            col = [_whole(f"{name}[{i}]", v) for i, v in enumerate(col)]
+            lo = min(col)
+        if lo < 0:
+            raise LatencyKernelError(f"{name} must not be negative; {name}[{col.index(lo)}] is {lo}")
+    return col
 
 
 class StepEstimate(NamedTuple):

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from latencykernel.batch import RESOURCES, Batch, Resource, StepEstimate
 from latencykernel.errors import LatencyKernelError
 from latencykernel.kernel.constants import StepConstants
+from latencykernel.kernel.fast import build_fast_plan
 from latencykernel.kernel.memory import MemoryBreakdown
 from latencykernel.kernel.step import price_step
 from latencykernel.price.collective import floor_and_rate_s
@@ -17,6 +18,9 @@ from latencykernel.price.memory import recurrent_state_bytes
 from latencykernel.resolve.coefficients import Coefficients
 from latencykernel.resolve.layout import Group, Op, Override
 from latencykernel.resolve.settings import Assumptions
+
+if TYPE_CHECKING:
+    from latencykernel.kernel.vector import StepTimes
 
 __all__ = ["Kernel", "CoefficientOrigin", "Resolution", "Placement", "KERNEL_ASSUMPTION_SET"]
 
@@ -74,7 +78,7 @@ class Kernel:
     """The price of one pool of one deployment. Build with ``new``, ``open`` or ``build``."""
 
     __slots__ = ("_c", "_coeffs", "_assumptions", "_overrides", "_memory", "_pre", "_inputs", "_pool",
-                 "_info", "_tiers", "__weakref__")
+                 "_info", "_tiers", "_fast", "__weakref__")
 
     @classmethod
     def _create(cls, *, inputs: Any, consts: StepConstants, coeffs: Coefficients, assumptions: Assumptions,
@@ -90,6 +94,7 @@ class Kernel:
         k._pool = inputs.deployment.pools[inputs.pool]
         k._info = dict(info)
         k._tiers = {name: dev for name, dev in (inputs.storage or {}).items()}
+        k._fast = build_fast_plan(consts)  # None: every step takes the reference path
         return k
 
     # ----- identity -------------------------------------------------------------------
@@ -127,10 +132,37 @@ class Kernel:
     # ----- step ------------------------------------------------------------------------
     def step_time(self, batch: Batch) -> StepEstimate:
         """The price of one forward step over ``batch`` (seconds)."""
-        return self.step_time_into(batch, None)
+        fast = self._fast
+        if fast is not None:
+            e = fast.estimate(batch.scheduled, batch.computed, batch.decode_threshold, batch.sm_budget, None)
+            if e is not None:
+                return e
+        return self._reference_step(batch, None)
 
     def step_time_into(self, batch: Batch, per: dict[Resource, float] | None) -> StepEstimate:
         """``step_time``, filling (after clearing) a dict the caller reuses."""
+        fast = self._fast
+        if fast is not None:
+            e = fast.estimate(batch.scheduled, batch.computed, batch.decode_threshold, batch.sm_budget, per)
+            if e is not None:
+                return e
+        return self._reference_step(batch, per)
+
+    def step_times(self, step: Any, scheduled: Any, computed: Any, *, decode_threshold: int,
+                   prompt_len: Any = None, sm_budget: int = 0) -> "StepTimes":
+        """Many steps in one call. ``step``, ``scheduled`` and ``computed`` hold one row per
+        request (lists or numpy arrays of integers); ``step`` (non-decreasing, from 0) says
+        which step each request belongs to, and a step number with no rows is an empty step.
+        Returns a ``StepTimes`` of numpy arrays, one entry per step, each step's entry equal
+        to ``step_time`` on the same batch. ``prompt_len`` is accepted and not read."""
+        from latencykernel.kernel.vector import step_times  # numpy loads here, not on import
+
+        return step_times(self, step, scheduled, computed, decode_threshold=decode_threshold,
+                          prompt_len=prompt_len, sm_budget=sm_budget)
+
+    def _reference_step(self, batch: Batch, per: dict[Resource, float] | None = None) -> StepEstimate:
+        """``step_time_into`` on the reference path (``step.price_step``); the fast path
+        (``kernel/fast.py``) must agree with it."""
         raw, overlap_s = price_step(self._c, batch.scheduled, batch.computed, batch.decode_threshold,
                                     batch.sm_budget)
         return self._estimate(raw, overlap_s, per)

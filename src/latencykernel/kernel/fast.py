@@ -1,0 +1,490 @@
+"""The fast step price: the reference walk (``step.py``) with everything batch-independent
+folded into plain numbers at construction.
+
+Why it can be fused. With the ramp eff(T) = eps·T/(T + m_half), every GEMM-like SM term
+T·F/(peak·eff(T)) equals F·(T + m_half)/(peak·eps): linear in Y = (T + m_half)/(peak·eps).
+Shape-aware ramps only add a constant factor per GEMM. Weight reads are constants,
+elementwise bytes and recurrent updates are linear in T, a collective is
+max(floor + b/r_transition, b/r_peak) of bytes linear in T, and the routed weight read is
+local·(1 − q^T). So a layer kind is a handful of precomputed coefficients, and a batch
+enters only through T = Σ scheduled, the decode context sum and counts — plus, for the kinds
+that need it (sliding window, sparse top-k, DCP), a per-request transform of the decode
+contexts, done with C builtins where the law allows.
+
+What it covers: every deployment whose graph collectives all have a price; decode-only and
+mixed batches. What it hands back to the reference (``None``): prefills under PCP (the
+zigzag split) and prefills on a latent-attention layer under DCP (context gathers). ``build_fast_plan``
+returns ``None`` for a deployment it does not cover at all (a missing collective, a zero
+peak or ramp), and the kernel then always uses the reference.
+
+Exactness. The fused arithmetic differs from the reference by a few ulps (observed below
+1e-15 relative; the tests hold it to 1e-12). The Go kernel truncates each resource to whole
+nanoseconds, and many values sit exactly on an integer nanosecond (the coefficients are
+round numbers), so a difference of one ulp can move a truncation by 1 ns: the fast path is
+within 1 ns per resource of the reference, and the tests say so. The vectorised path
+(``vector.py``) repeats this module's arithmetic operation for operation, so
+``step_times`` equals ``step_time`` bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import compress, repeat
+from operator import add, floordiv, ge, lt, mod, neg
+from typing import Any, Sequence
+
+from latencykernel.batch import RESOURCES, StepEstimate
+from latencykernel.kernel.constants import StepConstants
+from latencykernel.kernel.step import _decode_kv_tokens, host_dispatch_s
+from latencykernel.plan import LATENT_KINDS
+from latencykernel.price.attention import causal_flops_per_qk_dim, windowed_causal_flops_per_qk_dim
+from latencykernel.price.host import graph_dispatch_s
+from latencykernel.resolve.context import dcp_rank_tokens, dcp_shards_kv
+from latencykernel.resolve.layout import Group, Op
+
+__all__ = ["FastPlan", "build_fast_plan"]
+
+_NS = 1e-9
+_ACT = 2  # bf16 activations, as step.py
+_SM, _HBM, _NVLINK, _NIC, _HOST = RESOURCES
+
+# Decode-read transforms (how a layer's primary attention bounds each request's read).
+T_NONE, T_WINDOW, T_DCP, T_TOPK, T_GENERIC = 0, 1, 2, 3, 4
+
+
+class _Uncovered(Exception):
+    """Raised while building: this deployment is left to the reference."""
+
+
+def _coll(cost: Any, per_unit: float) -> tuple[float, float, float, float, bool]:
+    """(floor, 1/peak, 1/transition or 0, bytes per unit × span, to NIC) for one charge."""
+    if cost is None or cost.peak_bytes_per_s <= 0 or cost.floor_s < 0:
+        raise _Uncovered("a collective without a price")
+    itr = 1.0 / cost.transition_bytes_per_s if cost.transition_bytes_per_s > 0 else 0.0
+    mult = per_unit * cost.span if cost.crosses_nodes else per_unit
+    return (cost.floor_s, 1.0 / cost.peak_bytes_per_s, itr, mult, bool(cost.crosses_nodes))
+
+
+def _dcp_charges(c: StepConstants, a: Any) -> tuple[tuple[float, float, float, float, bool], ...]:
+    """The DCP decode collectives of one layer as charges per row (mirrors
+    ``step._dcp_decode_collectives``)."""
+    latent = a.kind in LATENT_KINDS
+    h, qw = a.q_heads, a.head_dim
+    ow = a.kv_lora_rank if latent and a.kv_lora_rank > 0 else a.head_dim
+    get = c.collectives.get
+    out = []
+    if c.pcp <= 1:
+        ah = h / c.tp * c.dcp
+        out.append(_coll(get((Op.ALL_GATHER, Group.DCP)), ah * qw * _ACT))
+    else:
+        ah = h / c.tp
+        if c.dcp > c.pcp:
+            ah = h
+            out.append(_coll(get((Op.ALL_GATHER, Group.TP)), h * qw * _ACT))
+    if c.dcp_combine == "a2a":
+        out.append(_coll(get((Op.ALL2ALL, Group.DCP)), ah * (ow + 2) * _ACT))
+        return tuple(out)
+    out.append(_coll(get((Op.ALL_GATHER, Group.DCP)), c.dcp * ah * 4))
+    op = Op.ALL_REDUCE if c.pcp > 1 else Op.REDUCE_SCATTER
+    out.append(_coll(get((op, Group.DCP)), ah * ow * _ACT))
+    return tuple(out)
+
+
+class FastPlan:
+    """Batch-independent numbers for the fused step price (immutable after ``build_fast_plan``).
+
+    ``kinds`` holds one tuple per layer kind:
+    (count, G, R, Wh, Eh, rec_floor, rec_per_token, expert, attn, nv_idx, nic_idx, dcp)
+      G        dense SM seconds per unit of Y = (T + m_half)/(peak·eps), before the SM derate
+      R        routed-expert SM seconds per unit of Y
+      Wh, Eh   weight-read seconds; elementwise seconds per token
+      expert   (q, Z): routed weight read Z·(1 − q^routed_tokens), or None
+      attn     primary-attention tuple (see ``_attention``), or None
+      nv_idx, nic_idx   indices into ``colls``, the distinct graph collectives
+      dcp      (rows_latent, charges) of the DCP decode collectives, or None
+    """
+
+    __slots__ = ("kinds", "colls", "specs", "head_g", "head_h", "inv_pe", "m_half", "sm_count", "width",
+                 "capture", "host", "empty_host", "funnel", "needs_ndecode", "pcp_prefill_fallback",
+                 "dcp_prefill_fallback", "any_nonlatent_dcp", "windows", "c")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if hasattr(self, "c"):  # frozen once built (c is assigned last)
+            raise AttributeError("FastPlan is immutable")
+        object.__setattr__(self, name, value)
+
+    # ------------------------------------------------------------------ pricing
+    def price(self, S: Sequence[int], C: Sequence[int], th: int, sm_budget: int) -> tuple[float, ...] | None:
+        """(sm, hbm, nvlink, nic, host, overlap) seconds untruncated, as ``price_step`` gives
+        them (to a few ulps), or None when this batch needs the reference."""
+        n = len(S)
+        if n == 0:
+            return (0.0, 0.0, 0.0, 0.0, self.empty_host[0], 0.0)
+        w = self.width
+        uniform = S.count(w) == n
+        n_pre = 0
+        if uniform and w <= th:
+            T = w * n
+            n_dec = n
+        else:
+            T = sum(S)
+            if T == 0:
+                return (0.0, 0.0, 0.0, 0.0, self.empty_host[1], 0.0)
+            if max(S) <= th:
+                n_dec = n - _zero_requests(S, C) if self.needs_ndecode else n
+            else:
+                n_pre = 1
+        sumc = sum(C)
+        causal = 0.0
+        pre: list[tuple[int, int]] = []
+        if n_pre:
+            # Mixed: the prefills picked out at C speed; decode aggregates by subtraction.
+            if self.pcp_prefill_fallback or self.dcp_prefill_fallback:
+                return None
+            pre = [(s, C[i]) for i, s in enumerate(S) if s > th]
+            n_pre = len(pre)
+            tp_ = cp_ = 0
+            for s, cc in pre:
+                causal += causal_flops_per_qk_dim(s, cc)
+                tp_ += s
+                cp_ += cc
+            dec_tokens = T - tp_
+            dec_kv = T + sumc - tp_ - cp_
+            n_dec = n - n_pre
+            if n_dec and S.count(0):
+                n_dec -= _zero_requests(S, C)
+        else:
+            dec_tokens = T
+            dec_kv = T + sumc
+
+        # Host: the graph mode by batch shape, eager above the capture ceiling.
+        host = self.host[2] if T > self.capture else self.host[0 if uniform else 1]
+
+        # Per-request transforms of the decode contexts, once per distinct law.
+        toks: list[float] = []
+        if self.specs and n_dec:
+            ctxs = list(map(add, S, C)) if not n_pre else list(compress(map(add, S, C), map(ge, repeat(th), S)))
+            toks = [_transform(spec, ctxs, self.c) for spec in self.specs]
+        wins: dict[int, float] = {}
+        if n_pre:
+            for wdw in self.windows:
+                wins[wdw] = windowed_causal_flops_per_qk_dim(pre, wdw)
+
+        smc = self.sm_count
+        budget = sm_budget if sm_budget > 0 and smc > 0 else smc
+        d = smc / budget if 0 < budget < smc else 1.0
+        Y = (T + self.m_half) * self.inv_pe
+        Yd = Y * d
+        Xd = Yd / T  # 1/(peak·ramp) × derate
+
+        ts = []
+        for floor, ipk, itr, mult, _nic in self.colls:
+            b = T * mult
+            x = floor + b * itr
+            y = b * ipk
+            ts.append(x if x > y else y)
+        nroute = T * self.funnel
+        any_ctx = None
+
+        p_sm = p_hbm = p_nv = p_nic = overlap = 0.0
+        for (count, G, R, Wh, Eh, rf, rinv, expert, attn, nv_idx, nic_idx, dcp) in self.kinds:
+            sm = G * Yd + rf + rinv * T
+            hbm = Wh + Eh * T
+            if expert is not None:
+                q, Z = expert
+                rsm = R * Yd
+                rhbm = Z * (1.0 - q ** nroute)
+            else:
+                rsm = rhbm = 0.0
+            if attn is not None:
+                floor, coef, fb, spec, qhd, qhd_ps, window, launch, pf, secs = attn
+                if n_dec:
+                    tok = toks[spec] if spec >= 0 else dec_kv
+                    if fb is None:
+                        hbm += floor + tok * coef
+                    else:  # no decode rate: the raw KV bytes are read at HBM speed, no floor
+                        hbm += tok * fb
+                    for f2, c2, w2, r2, dcp2, interleave in secs:
+                        t2: float = dec_kv
+                        if w2 > 0:
+                            t2 = min(t2, w2 * n_dec)
+                        if r2 > 1:
+                            t2 /= r2
+                        if dcp2 > 1:
+                            t2 = dcp_rank_tokens(int(t2 + 0.5), dcp2, interleave)
+                        hbm += f2 + t2 * c2
+                if n_pre:
+                    lc = wins[window] if window > 0 else causal
+                    if qhd_ps > 0:
+                        sm += pf + lc * qhd_ps * Xd
+                    else:
+                        sm += lc * qhd * Xd
+                    if launch and n_dec:
+                        if launch == 1:
+                            hbm -= floor
+                        else:
+                            sm -= pf
+            nv = 0.0
+            for i in nv_idx:
+                nv += ts[i]
+            nic = 0.0
+            for i in nic_idx:
+                nic += ts[i]
+            if dcp is not None:
+                latent, charges = dcp
+                if latent:
+                    rows = dec_tokens
+                else:
+                    if any_ctx is None:
+                        any_ctx = any(C)
+                    rows = T if any_ctx else 0
+                if rows > 0:
+                    for floor2, ipk, itr, mult, to_nic in charges:
+                        b = rows * mult
+                        x = floor2 + b * itr
+                        y = b * ipk
+                        if to_nic:
+                            nic += x if x > y else y
+                        else:
+                            nv += x if x > y else y
+            top = sm
+            if hbm > top:
+                top = hbm
+            if nv > top:
+                top = nv
+            if nic > top:
+                top = nic
+            overlap += count * (top + rsm + rhbm)
+            p_sm += count * (sm + rsm)
+            p_hbm += count * (hbm + rhbm)
+            p_nv += count * nv
+            p_nic += count * nic
+
+        head_sm = self.head_g * Yd
+        head_hbm = self.head_h
+        p_sm += head_sm
+        p_hbm += head_hbm
+        overlap += head_sm if head_sm > head_hbm else head_hbm
+        return (p_sm, p_hbm, p_nv, p_nic, host, overlap)
+
+    def estimate(self, S: Sequence[int], C: Sequence[int], th: int, sm_budget: int,
+                 per: dict | None) -> StepEstimate | None:
+        """``Kernel.step_time_into`` on the fast path, or None to use the reference. The
+        integer-nanosecond edges are the reference's (``Kernel._estimate``), inlined."""
+        r = self.price(S, C, th, sm_budget)
+        if r is None:
+            return None
+        sm, hbm, nv, nic, host, ov = r
+        a = int(sm * 1e9)
+        b = int(hbm * 1e9)
+        c = int(nv * 1e9)
+        d = int(nic * 1e9)
+        h = int(host * 1e9)
+        no = a + b + c + d + h
+        best, top = _SM, a
+        if b > top:
+            best, top = _HBM, b
+        if c > top:
+            best, top = _NVLINK, c
+        if d > top:
+            best, top = _NIC, d
+        if h > top:
+            best = _HOST
+        o = int(ov * 1e9) + h
+        if o > no:
+            o = no
+        if per is None:
+            per = {}
+        else:
+            per.clear()
+        if a:
+            per[_SM] = a * _NS
+        if b:
+            per[_HBM] = b * _NS
+        if c:
+            per[_NVLINK] = c * _NS
+        if d:
+            per[_NIC] = d * _NS
+        if h:
+            per[_HOST] = h * _NS
+        return StepEstimate(o * _NS, no * _NS, best, per)
+
+
+def _zero_requests(S: Sequence[int], C: Sequence[int]) -> int:
+    """Requests with no context at all (scheduled = computed = 0): the reference skips them."""
+    if not S.count(0):
+        return 0
+    return sum(1 for s, cc in zip(S, C) if s == 0 and cc == 0)
+
+
+def _transform(spec: tuple, ctxs: list[int], c: StepConstants) -> float:
+    """Σ over decode contexts of one primary-attention read bound (``_decode_kv_tokens``),
+    at C speed for the single-law cases."""
+    law, kind, index_topk, window, ratio, topk = spec
+    if law == T_WINDOW:
+        return sum(map(min, ctxs, repeat(window)))
+    if law == T_TOPK:
+        return sum(map(min, ctxs, repeat(topk)))
+    if law == T_DCP:
+        dcp, i = c.dcp, max(c.dcp_interleave, 1)
+        if i == 1:  # ceil(L / D)
+            return -sum(map(floordiv, map(neg, ctxs), repeat(dcp)))
+        cyc = i * dcp
+        return sum(map(floordiv, ctxs, repeat(cyc))) * i + sum(map(min, map(mod, ctxs, repeat(cyc)), repeat(i)))
+    return _decode_kv_tokens(c, kind, index_topk, window, ratio, ctxs)
+
+
+def _spec(c: StepConstants, a: Any) -> tuple | None:
+    """The decode-read law of a primary attention (None: the raw context sum)."""
+    topk = (a.index_topk if a.index_topk > 0 else a.window) if a.kind == "sparse_mla" else 0
+    dcp_on = c.dcp > 1 and dcp_shards_kv(a.kind)
+    windowed = a.kind == "swa" and a.window > 0
+    if topk <= 0 and not dcp_on and not windowed:
+        return None
+    if topk > 0:
+        law = T_TOPK if (a.compress_ratio <= 0 and not dcp_on) else T_GENERIC
+    elif dcp_on:
+        law = T_DCP if not windowed else T_GENERIC
+    else:
+        law = T_WINDOW
+    return (law, a.kind, a.index_topk, a.window, a.compress_ratio, topk)
+
+
+def build_fast_plan(c: StepConstants) -> FastPlan | None:
+    """Fold ``c`` into a ``FastPlan``, or None when the deployment is left to the reference."""
+    try:
+        return _build(c)
+    except _Uncovered:
+        return None
+
+
+def _build(c: StepConstants) -> FastPlan:
+    peak, hbm_bw, tp, eps = c.peak_flops_per_s, c.hbm_bytes_per_s, c.tp, c.eps_max
+    if not (peak > 0 and hbm_bw > 0 and eps > 0 and tp > 0 and c.uniform_decode_width >= 1):
+        raise _Uncovered("no compute peak, bandwidth or ramp")
+    layout = c.layout
+    funnel = layout.dp if (layout.moe_group > 1 and layout.dp > 1) else 1
+    dp_slice = c.expert_tensor_shards / tp if layout.expert_width <= 1 else 1.0
+    routed_a2a = layout.routed_all2all()
+    pe = peak * eps
+    kvpt = c.kv_bytes_per_token / max(c.kv_layers, 1)
+
+    colls: list[tuple] = []
+    coll_index: dict[tuple, int] = {}
+    specs: list[tuple] = []
+    windows: set[int] = set()
+    kinds = []
+    needs_ndecode = dcp_prefill_fallback = any_nonlatent_dcp = False
+    for lp in c.plan.layers:
+        # Dense GEMMs (and shared experts), in units of Y.
+        G = lp.shared_expert_flops_per_token / tp if lp.expert_flops_per_token_per_expert > 0 else 0.0
+        if c.shape_aware:
+            for g in lp.gemms:
+                nn, kk = (g.n / tp, g.k) if g.shard_n else (g.n, g.k / tp)
+                f = 1.0
+                if c.k_half > 0 and kk > 0:
+                    f *= kk / (kk + c.k_half)
+                if c.n_half > 0 and nn > 0:
+                    f *= nn / (nn + c.n_half)
+                G += g.flops_per_token / tp / f
+        else:
+            G += lp.dense_flops_per_token / tp
+        weight = lp.dense_weight_bytes / tp
+        R = 0.0
+        expert = None
+        if lp.expert_flops_per_token_per_expert > 0:
+            weight += lp.shared_expert_weight_bytes / tp
+            R = lp.top_k * c.local_expert_share * lp.expert_flops_per_token_per_expert * c.moe_imbalance \
+                / dp_slice * funnel
+            E, k, local = c.total_experts, lp.top_k, c.experts_per_rank
+            if local <= 0:
+                Z, q = 0.0, 0.0
+            else:
+                Z = lp.expert_weight_bytes_per_expert / c.expert_tensor_shards * local / hbm_bw
+                q = (E - k) / E if (E > 0 and 0 < k < E) else 0.0
+            expert = (q, Z)
+        rf = rinv = 0.0
+        if lp.recurrent_kind and lp.recurrent_kind in c.recurrent_by_kind:
+            rf, rr = c.recurrent_by_kind[lp.recurrent_kind]
+            rinv = 1.0 / rr
+
+        attn = None
+        dcp = None
+        a = lp.primary
+        if a is not None and a.q_heads > 0:
+            floor, rate = c.attention_pair(a.kind)
+            sp = _spec(c, a)
+            spec = -1
+            if sp is not None:
+                if sp not in specs:
+                    specs.append(sp)
+                spec = specs.index(sp)
+            qhd = a.q_heads * a.head_dim / tp
+            ps = c.prefill_scale
+            launch = 0
+            if a.kind not in LATENT_KINDS and c.dcp <= 1 and not c.nvfp4_native and rate > 0 and ps > 0:
+                launch = 1 if floor < c.prefill_floor_s else 2
+            secs = []
+            for s2 in lp.attentions:
+                if s2.holds_kv:
+                    continue
+                f2, r2 = c.attention_pair(s2.kind)
+                if r2 <= 0 or a.kv_heads * a.head_dim <= 0:
+                    continue
+                per_tok = kvpt * (s2.kv_heads * s2.head_dim) / (a.kv_heads * a.head_dim)
+                dcp2 = c.dcp if c.dcp > 1 and dcp_shards_kv(s2.kind) else 1
+                secs.append((f2, per_tok / r2, s2.window, s2.compress_ratio, dcp2, c.dcp_interleave))
+                needs_ndecode = needs_ndecode or s2.window > 0
+            if a.window > 0:
+                windows.add(a.window)
+            attn = (floor, kvpt / rate if rate > 0 else 0.0, None if rate > 0 else kvpt / hbm_bw, spec, qhd,
+                    qhd / ps if ps > 0 else 0.0, a.window, launch, c.prefill_floor_s, tuple(secs))
+            if c.dcp > 1 and dcp_shards_kv(a.kind):
+                latent = a.kind in LATENT_KINDS
+                dcp = (latent, _dcp_charges(c, a))
+                dcp_prefill_fallback = dcp_prefill_fallback or latent
+                any_nonlatent_dcp = any_nonlatent_dcp or not latent
+
+        nv_idx, nic_idx = [], []
+        for coll in lp.collectives:
+            per_token = coll.bytes_per_token
+            if coll.routed_by_top_k and lp.top_k > 0 and routed_a2a:
+                per_token *= lp.top_k
+            ch = _coll(c.collectives.get((coll.op, coll.group)), per_token)
+            if ch not in coll_index:
+                coll_index[ch] = len(colls)
+                colls.append(ch)
+            (nic_idx if ch[4] else nv_idx).append(coll_index[ch])
+        kinds.append((lp.count, G, R, weight / hbm_bw, lp.elementwise_bytes_per_token / tp / hbm_bw, rf, rinv,
+                      expert, attn, tuple(nv_idx), tuple(nic_idx), dcp))
+
+    head = c.plan.head
+    fp = object.__new__(FastPlan)
+    fp.kinds = tuple(kinds)
+    fp.colls = tuple(colls)
+    fp.specs = tuple(specs)
+    fp.windows = tuple(sorted(windows))
+    fp.head_g = head.dense_flops_per_token / tp if head.dense_flops_per_token else 0.0
+    fp.head_h = head.dense_weight_bytes / tp / hbm_bw
+    fp.inv_pe = 1.0 / pe
+    fp.m_half = c.m_half if c.m_half > 0 else 0
+    fp.sm_count = c.sm_count
+    fp.width = c.uniform_decode_width
+    fp.capture = c.capture_tokens
+    fp.funnel = funnel
+    launch = c.host_launch_per_kernel_s * c.plan.total_kernels
+    plan = c.plan
+
+    def dispatch(mode: str) -> float:
+        return graph_dispatch_s(mode, c.host_replay_s, c.host_eager_per_layer_s, plan.piecewise_segments,
+                                plan.total_layers) + launch
+
+    # The same floats the reference adds (host_dispatch_s + the launch term).
+    fp.host = (dispatch(c.graph_decode), dispatch(c.graph_other), dispatch("eager"))
+    fp.empty_host = (host_dispatch_s(c, [], 0), host_dispatch_s(c, [0], 0))
+    fp.needs_ndecode = needs_ndecode
+    fp.pcp_prefill_fallback = c.pcp > 1
+    fp.dcp_prefill_fallback = dcp_prefill_fallback
+    fp.any_nonlatent_dcp = any_nonlatent_dcp
+    fp.c = c
+    return fp

@@ -1,0 +1,371 @@
+"""Many steps in one call: ``Kernel.step_times`` and its result, ``StepTimes``.
+
+The rows of three equal-length arrays are requests; ``step`` (non-decreasing integers from
+0) says which step each belongs to. A step number with no rows (a gap) is an empty step:
+host time only, as ``step_time`` prices an empty batch.
+
+The arithmetic is ``fast.FastPlan.price`` repeated on arrays, operation for operation and in
+the same order: numpy's elementwise +, −, × and ÷ round exactly as Python's floats do, sums
+of floats that feed a price are taken with ``np.bincount`` (which adds row after row, as the
+scalar loops do), integer sums are exact either way, and powers are taken with Python's own
+``**`` on the distinct exponents. So every step's result equals ``step_time`` on the same
+batch bit for bit. Steps the fast path does not cover (see ``fast.py``) are priced one by
+one by ``step_time`` itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import numpy as np
+
+from latencykernel.batch import RESOURCES, Batch, Resource, StepEstimate
+from latencykernel.errors import LatencyKernelError
+from latencykernel.kernel.fast import T_DCP, T_GENERIC, T_TOPK, T_WINDOW, FastPlan
+from latencykernel.resolve.context import dcp_shards_kv
+
+__all__ = ["StepTimes", "step_times"]
+
+_NS = 1e-9
+_RES = np.array(RESOURCES, dtype=object)
+
+
+@dataclass(frozen=True)
+class StepTimes:
+    """The prices of many steps (one entry per step, seconds).
+
+    overlap, no_overlap: float arrays, as ``StepEstimate``
+    bottleneck:          object array of ``Resource``
+    per_resource:        every ``Resource`` to a float array (0 where a step does not use it)
+    """
+
+    overlap: np.ndarray
+    no_overlap: np.ndarray
+    bottleneck: np.ndarray
+    per_resource: dict[Resource, np.ndarray]
+
+    def __len__(self) -> int:
+        return len(self.overlap)
+
+    def __getitem__(self, i: int) -> StepEstimate:
+        """Step ``i`` as the ``StepEstimate`` ``step_time`` returns for it."""
+        per = {r: float(a[i]) for r, a in self.per_resource.items() if a[i] > 0}
+        return StepEstimate(float(self.overlap[i]), float(self.no_overlap[i]), self.bottleneck[i], per)
+
+    def __iter__(self) -> Iterator[StepEstimate]:
+        return (self[i] for i in range(len(self)))
+
+
+def _column(name: str, x: Any) -> np.ndarray:
+    a = np.asarray(x)
+    if a.ndim != 1:
+        raise LatencyKernelError(f"{name} must be a one-dimensional array, got shape {a.shape}")
+    kind = a.dtype.kind
+    if kind in "iu":
+        return a.astype(np.int64, copy=False)
+    if a.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if kind == "f":
+        bad = ~np.isfinite(a) | (a != np.trunc(a))
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise LatencyKernelError(f"{name} must hold whole numbers; {name}[{i}] is {a[i].item()!r}")
+        return a.astype(np.int64)
+    raise LatencyKernelError(f"{name} must hold integers, got an array of {a.dtype}")
+
+
+def _non_negative(name: str, a: np.ndarray) -> None:
+    if a.size and a.min() < 0:
+        i = int(np.argmax(a < 0))
+        raise LatencyKernelError(f"{name} must not be negative; {name}[{i}] is {int(a[i])}")
+
+
+def step_times(kernel: Any, step: Any, scheduled: Any, computed: Any, *, decode_threshold: int,
+               prompt_len: Any = None, sm_budget: int = 0) -> StepTimes:
+    """See ``Kernel.step_times``."""
+    st = _column("step", step)
+    s = _column("scheduled", scheduled)
+    c = _column("computed", computed)
+    n = len(st)
+    for name, col in (("scheduled", s), ("computed", c)):
+        if len(col) != n:
+            raise LatencyKernelError(f"{name} has {len(col)} rows and step has {n}; they must be equal")
+    if prompt_len is not None:  # accepted for symmetry with ReqShape; the price does not read it
+        p = _column("prompt_len", prompt_len)
+        if len(p) != n:
+            raise LatencyKernelError(f"prompt_len has {len(p)} rows and step has {n}; they must be equal")
+        _non_negative("prompt_len", p)
+    th = int(decode_threshold)
+    if th < 0:
+        raise LatencyKernelError(f"decode_threshold must not be negative, got {decode_threshold}")
+    budget = int(sm_budget)
+    _non_negative("scheduled", s)
+    _non_negative("computed", c)
+    if n == 0:
+        z = np.zeros(0)
+        return StepTimes(z, z.copy(), np.zeros(0, dtype=object), {r: z.copy() for r in RESOURCES})
+    if st[0] < 0:
+        raise LatencyKernelError(f"step must count from 0; step[0] is {int(st[0])}")
+
+    # Segments: runs of rows of one step.
+    seg_start = np.flatnonzero(st[1:] != st[:-1]) + 1 if n > 1 else np.zeros(0, dtype=np.int64)
+    seg_start = np.concatenate((np.zeros(1, dtype=np.int64), seg_start))
+    seg_step = st[seg_start]
+    if len(seg_step) > 1:
+        down = np.diff(seg_step) < 0
+        if down.any():
+            j = int(seg_start[int(np.argmax(down)) + 1])
+            raise LatencyKernelError(f"step must be non-decreasing; step[{j}] is {int(st[j])} after "
+                             f"step[{j - 1}] = {int(st[j - 1])}")
+    nsteps = int(seg_step[-1]) + 1
+    seg_n = np.diff(np.append(seg_start, n))
+    gaps = len(seg_step) != nsteps
+
+    def per_step(v: np.ndarray) -> np.ndarray:
+        if not gaps:
+            return v
+        out = np.zeros(nsteps, dtype=v.dtype)
+        out[seg_step] = v
+        return out
+
+    T = per_step(np.add.reduceat(s, seg_start))
+    sumc = per_step(np.add.reduceat(c, seg_start))
+    nreq = per_step(seg_n)
+    starts = per_step(seg_start)
+
+    fp: FastPlan | None = kernel._fast
+    if fp is not None:
+        raw, slow = _price(fp, st, s, c, T, sumc, nreq, th, budget, seg_start, per_step, nsteps)
+        ns = [(x * 1e9).astype(np.int64) for x in raw[:5]]
+        o_ns = (raw[5] * 1e9).astype(np.int64) + ns[4]
+    else:
+        ns = [np.zeros(nsteps, dtype=np.int64) for _ in range(5)]
+        o_ns = np.zeros(nsteps, dtype=np.int64)
+        slow = np.ones(nsteps, dtype=bool)
+    no = ns[0] + ns[1] + ns[2] + ns[3] + ns[4]
+    np.minimum(o_ns, no, out=o_ns)
+    best = np.argmax(np.stack(ns), axis=0)  # the first of equal maxima, as step_time
+    overlap = o_ns * _NS
+    no_overlap = no * _NS
+    per = {r: x * _NS for r, x in zip(RESOURCES, ns)}
+    bottleneck = _RES[best]
+
+    if slow is not None and slow.any():
+        # Steps the fast path leaves to the reference: priced one by one by step_time.
+        for i in np.flatnonzero(slow).tolist():
+            a = int(starts[i])
+            b = a + int(nreq[i])
+            e = kernel.step_time(Batch.from_columns(s[a:b], c[a:b], th, budget))
+            overlap[i] = e.overlap
+            no_overlap[i] = e.no_overlap
+            bottleneck[i] = e.bottleneck
+            for r in RESOURCES:
+                per[r][i] = e.per_resource.get(r, 0.0)
+    return StepTimes(overlap, no_overlap, bottleneck, per)
+
+
+def _pow_table(q: float, n: np.ndarray) -> np.ndarray:
+    """q ** n for every entry, with Python's float power (as the scalar path) on the distinct n."""
+    top = int(n.max())
+    if top <= 1 << 20:
+        present = np.flatnonzero(np.bincount(n, minlength=top + 1))
+        table = np.zeros(top + 1)
+        table[present] = [q ** k for k in present.tolist()]
+        return table[n]
+    u, inv = np.unique(n, return_inverse=True)
+    return np.array([q ** k for k in u.tolist()])[inv]
+
+
+def _price(fp: FastPlan, st: np.ndarray, s: np.ndarray, c: np.ndarray, T: np.ndarray, sumc: np.ndarray,
+           nreq: np.ndarray, th: int, budget: int, seg_start: np.ndarray, per_step: Any,
+           nsteps: int) -> tuple[tuple[np.ndarray, ...], np.ndarray | None]:
+    """``FastPlan.price`` over arrays of steps: ((sm, hbm, nvlink, nic, host, overlap), the
+    steps to price one by one, or None)."""
+    empty = T == 0
+    any_empty = bool(empty.any())
+    smin, smax = int(s.min()), int(s.max())
+    w = fp.width
+
+    if smin == smax == w:
+        uniform = nreq > 0
+    else:
+        odd = np.flatnonzero(s != w)
+        uniform = (nreq > 0) & (np.bincount(st[odd], minlength=nsteps) == 0)
+
+    slow = None
+    has_pre = None
+    wins: dict[int, np.ndarray] = {}
+    causal: Any = 0.0
+    if smax > th:
+        pidx = np.flatnonzero(s > th)
+        pst, ps, pc = st[pidx], s[pidx], c[pidx]
+        n_pre = np.bincount(pst, minlength=nsteps)
+        has_pre = n_pre > 0
+        tp_ = np.bincount(pst, weights=ps, minlength=nsteps).astype(np.int64)
+        cp_ = np.bincount(pst, weights=pc, minlength=nsteps).astype(np.int64)
+        causal = np.bincount(pst, weights=4.0 * (ps * pc + ps * ps / 2.0), minlength=nsteps)
+        for wdw in fp.windows:
+            k = np.maximum(0, np.minimum(ps, wdw - pc))
+            pairs = k * (pc + 1) + k * (k - 1) / 2.0 - k / 2.0 + (ps - k) * wdw
+            wins[wdw] = 4.0 * np.bincount(pst, weights=pairs, minlength=nsteps)
+        dec_tokens = T - tp_
+        dec_kv = T + sumc - tp_ - cp_
+        n_dec = nreq - n_pre
+        if fp.pcp_prefill_fallback or fp.dcp_prefill_fallback:
+            slow = has_pre
+    else:
+        dec_tokens = T
+        dec_kv = T + sumc
+        n_dec = nreq
+    if smin == 0:
+        zidx = np.flatnonzero((s == 0) & (c == 0))
+        if len(zidx):
+            n_dec = n_dec - np.bincount(st[zidx], minlength=nsteps)
+    has_dec = n_dec > 0
+    all_dec = bool((has_dec | empty).all())
+
+    host = np.where(uniform, fp.host[0], fp.host[1])
+    host = np.where(T > fp.capture, fp.host[2], host)
+
+    # Per-request transforms of the decode contexts.
+    toks: list[np.ndarray] = []
+    if fp.specs:
+        ctx = s + c
+        if has_pre is not None:
+            ctx = np.where(s > th, 0, ctx)
+        for spec in fp.specs:
+            toks.append(_transform(fp, spec, ctx, st, seg_start, per_step, nsteps))
+
+    smc = fp.sm_count
+    bud = budget if budget > 0 and smc > 0 else smc
+    d = smc / bud if 0 < bud < smc else 1.0
+    Tsafe = np.where(empty, 1, T) if any_empty else T
+    Y = (Tsafe + fp.m_half) * fp.inv_pe
+    Yd = Y * d
+    Xd = Yd / Tsafe
+
+    ts = []
+    for floor, ipk, itr, mult, _nic in fp.colls:
+        b = Tsafe * mult
+        ts.append(np.maximum(floor + b * itr, b * ipk))
+    pows: dict[float, np.ndarray] = {}
+    nroute = Tsafe * fp.funnel
+    rows_nonlatent = None
+
+    p_sm: Any = 0.0
+    p_hbm: Any = 0.0
+    p_nv: Any = 0.0
+    p_nic: Any = 0.0
+    overlap: Any = 0.0
+    for (count, G, R, Wh, Eh, rf, rinv, expert, attn, nv_idx, nic_idx, dcp) in fp.kinds:
+        sm = G * Yd + rf + rinv * Tsafe
+        hbm = Wh + Eh * Tsafe
+        if expert is not None:
+            q, Z = expert
+            if q not in pows:
+                pows[q] = _pow_table(q, nroute)
+            rsm = R * Yd
+            rhbm = Z * (1.0 - pows[q])
+        else:
+            rsm = rhbm = 0.0
+        if attn is not None:
+            floor, coef, fb, spec, qhd, qhd_ps, window, launch, pf, secs = attn
+            tok = toks[spec] if spec >= 0 else dec_kv
+            new = hbm + (floor + tok * coef) if fb is None else hbm + tok * fb
+            for f2, c2, w2, r2, dcp2, interleave in secs:
+                t2: Any = dec_kv
+                if w2 > 0:
+                    t2 = np.minimum(t2, w2 * n_dec)
+                if r2 > 1:
+                    t2 = t2 / r2
+                if dcp2 > 1:
+                    t2 = _dcp_rank_tokens((t2 + 0.5).astype(np.int64), dcp2, interleave)
+                new = new + (f2 + t2 * c2)
+            hbm = new if all_dec else np.where(has_dec, new, hbm)
+            if has_pre is not None:
+                lc = wins[window] if window > 0 else causal
+                if qhd_ps > 0:
+                    new = sm + (pf + lc * qhd_ps * Xd)
+                else:
+                    new = sm + lc * qhd * Xd
+                sm = np.where(has_pre, new, sm)
+                if launch:
+                    both = has_pre & has_dec
+                    if launch == 1:
+                        hbm = np.where(both, hbm - floor, hbm)
+                    else:
+                        sm = np.where(both, sm - pf, sm)
+        nv: Any = 0.0
+        for i in nv_idx:
+            nv = nv + ts[i]
+        nic: Any = 0.0
+        for i in nic_idx:
+            nic = nic + ts[i]
+        if dcp is not None:
+            latent, charges = dcp
+            if latent:
+                rows = dec_tokens
+            else:
+                if rows_nonlatent is None:
+                    rows_nonlatent = np.where(sumc > 0, T, 0)
+                rows = rows_nonlatent
+            some = rows > 0
+            for floor2, ipk, itr, mult, to_nic in charges:
+                b = rows * mult
+                t = np.maximum(floor2 + b * itr, b * ipk)
+                if to_nic:
+                    nic = np.where(some, nic + t, nic)
+                else:
+                    nv = np.where(some, nv + t, nv)
+        top = np.maximum(np.maximum(np.maximum(sm, hbm), nv), nic)
+        overlap = overlap + count * (top + rsm + rhbm)
+        p_sm = p_sm + count * (sm + rsm)
+        p_hbm = p_hbm + count * (hbm + rhbm)
+        p_nv = p_nv + count * nv
+        p_nic = p_nic + count * nic
+
+    head_sm = fp.head_g * Yd
+    p_sm = p_sm + head_sm
+    p_hbm = p_hbm + fp.head_h
+    overlap = overlap + np.maximum(head_sm, fp.head_h)
+
+    out = []
+    for x in (p_sm, p_hbm, p_nv, p_nic):
+        x = np.broadcast_to(np.asarray(x, dtype=float), (nsteps,))
+        out.append(np.where(empty, 0.0, x) if any_empty else x)
+    if any_empty:
+        host = np.where(empty, np.where(nreq == 0, fp.empty_host[0], fp.empty_host[1]), host)
+        overlap = np.where(empty, 0.0, overlap)
+    return (out[0], out[1], out[2], out[3], host, overlap), slow
+
+
+def _dcp_rank_tokens(length: np.ndarray, dcp: int, interleave: int) -> np.ndarray:
+    """``resolve.context.dcp_rank_tokens`` on an array."""
+    i = max(interleave, 1)
+    cyc = i * dcp
+    return np.where(length <= 0, 0, (length // cyc) * i + np.minimum(length % cyc, i))
+
+
+def _transform(fp: FastPlan, spec: tuple, ctx: np.ndarray, st: np.ndarray, seg_start: np.ndarray,
+               per_step: Any, nsteps: int) -> np.ndarray:
+    """``fast._transform`` per step: integer reads summed exactly per segment, float reads
+    added row after row."""
+    law, kind, index_topk, window, ratio, topk = spec
+    c = fp.c
+    if law == T_WINDOW:
+        return per_step(np.add.reduceat(np.minimum(ctx, window), seg_start))
+    if law == T_TOPK:
+        return per_step(np.add.reduceat(np.minimum(ctx, topk), seg_start))
+    if law == T_DCP:
+        return per_step(np.add.reduceat(_dcp_rank_tokens(ctx, c.dcp, c.dcp_interleave), seg_start))
+    assert law == T_GENERIC
+    windowed = kind == "swa" and window > 0
+    read: Any = np.minimum(ctx, window) if windowed else ctx
+    if topk > 0:
+        read = np.minimum(ctx, topk)
+        if ratio > 0:
+            read = np.where(ctx > topk, read + (ctx - topk) / ratio, read)
+    if c.dcp > 1 and dcp_shards_kv(kind):
+        read = _dcp_rank_tokens((read + 0.5).astype(np.int64), c.dcp, c.dcp_interleave)
+    return np.bincount(st, weights=read, minlength=nsteps)
