@@ -14,8 +14,7 @@ decode questions with the calibrated kernel.
 
 from __future__ import annotations
 
-from typing import Any
-
+from latencykernel.scenarios.bridge import CalibratedDecodeBatch, decode_batch, floor_of
 from latencykernel.scenarios.errors import (
     NotApplicableError,
     ScenarioInputError,
@@ -41,6 +40,8 @@ __all__ = [
     "output",
     "evaluate_equation",
     "decode_batch",
+    "floor_of",
+    "CalibratedDecodeBatch",
     "LEFT_OUT",
     "golden",
     "Q_",
@@ -51,9 +52,3 @@ __all__ = [
     "NotApplicableError",
 ]
 
-
-def decode_batch(kernel: Any, context_tokens: int, batch_sizes: Any = (1, 8, 32, 64, 128), **kwargs: Any) -> Any:
-    """The calibrated answer to KvDecodeBatchScenario's questions (see ``bridge``)."""
-    from latencykernel.scenarios.bridge import decode_batch as _decode_batch
-
-    return _decode_batch(kernel, context_tokens, batch_sizes, **kwargs)

@@ -164,7 +164,7 @@ def calibrated_for(scenario: Scenario, tp: int = 1) -> tuple[Any | None, str]:
     from latencykernel.scenarios.kv_decode import KvDecodeBatchScenario
 
     if not isinstance(scenario, KvDecodeBatchScenario):
-        return None, "only decode-batch scenarios have a calibrated counterpart"
+        return None, ""  # only decode batches have a calibrated counterpart
     model, chip = scenario.workload.catalog_name, scenario.hardware.catalog_name
     if not model or not chip:
         missing = "workload" if not model else "hardware"
