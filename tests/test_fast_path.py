@@ -205,3 +205,26 @@ def test_concurrent_callers_get_the_same_prices() -> None:
     for t in threads:
         t.join()
     assert not errors
+
+
+SCENARIOS = lk.Repos.default().list_scenarios()
+ALL_POOLS = [(n, p) for n in SCENARIOS for p in range(len(lk.open_inputs(n).deployment.pools))]
+FIXED = [
+    Batch.decode(1, 8192),
+    Batch.decode(32, 4096),
+    Batch.from_columns([1, 2, 0, 1], [100, 70_000, 0, 0], 8),
+    Batch.from_columns([2048, 512] + [1] * 62, [0, 3000] + list(range(1000, 63_000, 1000)), 8),
+    Batch.from_columns([4096] * 2, [0, 0], 8, sm_budget=60),
+]
+
+
+@pytest.mark.parametrize(("name", "pool"), ALL_POOLS, ids=[f"{n}#{p}" for n, p in ALL_POOLS])
+def test_every_embedded_deployment_takes_the_fast_path(name: str, pool: int) -> None:
+    k = lk.open_pool(name, None, pool)
+    assert k._fast is not None
+    for b in FIXED:
+        assert_same_estimate(k.step_time(b), k._reference_step(b))
+    r = k.step_times([i for i, b in enumerate(FIXED[:4]) for _ in b.scheduled],
+                     [s for b in FIXED[:4] for s in b.scheduled], [c for b in FIXED[:4] for c in b.computed],
+                     decode_threshold=8)
+    assert list(r) == [k.step_time(b) for b in FIXED[:4]]

@@ -167,7 +167,10 @@ def _column(name: str, x: Sequence[int]) -> list[int]:
     elif hasattr(x, "dtype") and hasattr(x, "tolist"):  # a numpy array, without importing numpy
         if getattr(x, "ndim", 1) != 1:
             raise LatencyKernelError(f"{name} must be one-dimensional, got shape {getattr(x, 'shape', '?')}")
-        col = x.tolist()  # Python ints for an integer array
+        kind = x.dtype.kind
+        if kind == "u" or (kind == "i" and (x.size == 0 or x.min() >= 0)):
+            return x.tolist()  # Python ints, checked by numpy
+        col = x.tolist()
     else:
         col = list(x)
     return _checked(name, col)

@@ -46,6 +46,7 @@ __all__ = ["FastPlan", "build_fast_plan"]
 
 _NS = 1e-9
 _ACT = 2  # bf16 activations, as step.py
+_tuple_new = tuple.__new__
 _SM, _HBM, _NVLINK, _NIC, _HOST = RESOURCES
 
 # Decode-read transforms (how a layer's primary attention bounds each request's read).
@@ -106,7 +107,7 @@ class FastPlan:
 
     __slots__ = ("kinds", "colls", "specs", "head_g", "head_h", "inv_pe", "m_half", "sm_count", "width",
                  "capture", "host", "empty_host", "funnel", "needs_ndecode", "pcp_prefill_fallback",
-                 "dcp_prefill_fallback", "any_nonlatent_dcp", "windows", "c")
+                 "dcp_prefill_fallback", "any_nonlatent_dcp", "windows", "hot", "c")
 
     def __setattr__(self, name: str, value: Any) -> None:
         if hasattr(self, "c"):  # frozen once built (c is assigned last)
@@ -120,29 +121,24 @@ class FastPlan:
         n = len(S)
         if n == 0:
             return (0.0, 0.0, 0.0, 0.0, self.empty_host[0], 0.0)
-        w = self.width
+        (w, capture, host_uniform, host_other, host_eager, specs, windows, smc, m_half, inv_pe, funnel,
+         fallback, needs_ndecode) = self.hot
         uniform = S.count(w) == n
-        n_pre = 0
+        pre = None
         if uniform and w <= th:
             T = w * n
-            n_dec = n
         else:
             T = sum(S)
             if T == 0:
                 return (0.0, 0.0, 0.0, 0.0, self.empty_host[1], 0.0)
-            if max(S) <= th:
-                n_dec = n - _zero_requests(S, C) if self.needs_ndecode else n
-            else:
-                n_pre = 1
+            if max(S) > th:
+                if fallback:  # a prefill under PCP, or one needing DCP context gathers
+                    return None
+                pre = [(s, C[i]) for i, s in enumerate(S) if s > th]
         sumc = sum(C)
         causal = 0.0
-        pre: list[tuple[int, int]] = []
-        if n_pre:
-            # Mixed: the prefills picked out at C speed; decode aggregates by subtraction.
-            if self.pcp_prefill_fallback or self.dcp_prefill_fallback:
-                return None
-            pre = [(s, C[i]) for i, s in enumerate(S) if s > th]
-            n_pre = len(pre)
+        if pre:
+            # Mixed: the prefills picked out; the decode aggregates by subtraction.
             tp_ = cp_ = 0
             for s, cc in pre:
                 causal += causal_flops_per_qk_dim(s, cc)
@@ -150,30 +146,32 @@ class FastPlan:
                 cp_ += cc
             dec_tokens = T - tp_
             dec_kv = T + sumc - tp_ - cp_
-            n_dec = n - n_pre
-            if n_dec and S.count(0):
-                n_dec -= _zero_requests(S, C)
         else:
             dec_tokens = T
             dec_kv = T + sumc
+        # Decodes with any context (a request with none at all is skipped, as the reference
+        # does): the exact count only where a windowed indexer reads it, else only whether
+        # there is one, which is whether their contexts sum above zero.
+        n_dec = dec_kv
+        if needs_ndecode and dec_kv:
+            n_dec = n - (len(pre) if pre else 0) - _zero_requests(S, C)
 
         # Host: the graph mode by batch shape, eager above the capture ceiling.
-        host = self.host[2] if T > self.capture else self.host[0 if uniform else 1]
+        host = host_eager if T > capture else (host_uniform if uniform else host_other)
 
         # Per-request transforms of the decode contexts, once per distinct law.
         toks: list[float] = []
-        if self.specs and n_dec:
-            ctxs = list(map(add, S, C)) if not n_pre else list(compress(map(add, S, C), map(ge, repeat(th), S)))
-            toks = [_transform(spec, ctxs, self.c) for spec in self.specs]
+        if specs and n_dec:
+            ctxs = list(map(add, S, C)) if not pre else list(compress(map(add, S, C), map(ge, repeat(th), S)))
+            toks = [_transform(spec, ctxs, self.c) for spec in specs]
         wins: dict[int, float] = {}
-        if n_pre:
-            for wdw in self.windows:
+        if pre:
+            for wdw in windows:
                 wins[wdw] = windowed_causal_flops_per_qk_dim(pre, wdw)
 
-        smc = self.sm_count
         budget = sm_budget if sm_budget > 0 and smc > 0 else smc
         d = smc / budget if 0 < budget < smc else 1.0
-        Y = (T + self.m_half) * self.inv_pe
+        Y = (T + m_half) * inv_pe
         Yd = Y * d
         Xd = Yd / T  # 1/(peak·ramp) × derate
 
@@ -183,7 +181,7 @@ class FastPlan:
             x = floor + b * itr
             y = b * ipk
             ts.append(x if x > y else y)
-        nroute = T * self.funnel
+        nroute = T * funnel
         any_ctx = None
 
         p_sm = p_hbm = p_nv = p_nic = overlap = 0.0
@@ -213,7 +211,7 @@ class FastPlan:
                         if dcp2 > 1:
                             t2 = dcp_rank_tokens(int(t2 + 0.5), dcp2, interleave)
                         hbm += f2 + t2 * c2
-                if n_pre:
+                if pre:
                     lc = wins[window] if window > 0 else causal
                     if qhd_ps > 0:
                         sm += pf + lc * qhd_ps * Xd
@@ -307,7 +305,7 @@ class FastPlan:
             per[_NIC] = d * _NS
         if h:
             per[_HOST] = h * _NS
-        return StepEstimate(o * _NS, no * _NS, best, per)
+        return _tuple_new(StepEstimate, (o * _NS, no * _NS, best, per))  # StepEstimate(...), without its __new__
 
 
 def _zero_requests(S: Sequence[int], C: Sequence[int]) -> int:
@@ -486,5 +484,7 @@ def _build(c: StepConstants) -> FastPlan:
     fp.pcp_prefill_fallback = c.pcp > 1
     fp.dcp_prefill_fallback = dcp_prefill_fallback
     fp.any_nonlatent_dcp = any_nonlatent_dcp
+    fp.hot = (fp.width, fp.capture, *fp.host, fp.specs, fp.windows, fp.sm_count, fp.m_half, fp.inv_pe, fp.funnel,
+              fp.pcp_prefill_fallback or fp.dcp_prefill_fallback, needs_ndecode)  # one unpack per call
     fp.c = c
     return fp
