@@ -21,7 +21,16 @@ from latencykernel.scenarios.errors import NotApplicableError, ScenarioInputErro
 from latencykernel.scenarios.hardware import Hardware
 from latencykernel.scenarios.metadata import output
 from latencykernel.scenarios.named import register
-from latencykernel.scenarios.units import Q_, as_quantity, count, fraction, nonnegative_int, quantity, value_bytes
+from latencykernel.scenarios.units import (
+    Q_,
+    as_quantity,
+    count,
+    fraction,
+    nonnegative_int,
+    positive_int,
+    quantity,
+    value_bytes,
+)
 from latencykernel.scenarios.workloads import Workload
 
 __all__ = ["DecodeScenario", "ModelCallScenario", "StreamCancelScenario", "ReasoningLatencyScenario"]
@@ -77,7 +86,7 @@ class DecodeScenario(Scenario):
         self._set("hardware", registry.hardware(self.hardware))
         wb = value_bytes("precision", self.precision)
         self._set("batch_size", nonnegative_int("batch_size", self.batch_size))
-        self._set("tp_size", count("tp_size", self.tp_size, "sequence", minimum=1))
+        self._set("tp_size", positive_int("tp_size", self.tp_size))
         if self.peak_precision is not None and not isinstance(self.peak_precision, str):
             raise ScenarioInputError(
                 f"peak_precision={self.peak_precision!r} must be a precision key or None",

@@ -36,6 +36,7 @@ class Hardware:
     headline_peak:    the device's unnamed headline peak (mlsysim's ``peak_flops``; the
                       catalog's ``TFlopsPeak``), used when no precision is named
     link_bandwidth:   intra-node interconnect, one direction, per device (``None``: not stated)
+    host_link_bandwidth: the device's link to host memory (PCIe), one direction (``None``: not stated)
     source:           where the figures come from
     """
 
@@ -47,6 +48,7 @@ class Hardware:
     source: str
     catalog_name: str | None = None
     link_bandwidth: pint.Quantity | None = None
+    host_link_bandwidth: pint.Quantity | None = None
     extra: tuple[tuple[str, Any], ...] = field(default=(), compare=False)
 
     # ---------------------------------------------------------------- floats (SI) for the cores
@@ -154,6 +156,7 @@ def _rec(
     headline: str | None,
     catalog: str | None,
     link: str | None = None,
+    host_link: str | None = None,
 ) -> tuple[str, Hardware]:
     return key, Hardware(
         name=name,
@@ -164,6 +167,7 @@ def _rec(
         source=_MLSYSIM.format(ref=ref),
         catalog_name=catalog,
         link_bandwidth=Q_(link) if link else None,
+        host_link_bandwidth=Q_(host_link) if host_link else None,
     )
 
 
@@ -191,6 +195,7 @@ RECORDED_HARDWARE: dict[str, Hardware] = dict(
             "989 TFLOPs/s",
             "h100",
             link="450 GB/s",
+            host_link="64 GB/s",
         ),
         _rec(
             "H100_PCIe",

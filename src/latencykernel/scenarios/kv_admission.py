@@ -23,7 +23,7 @@ from latencykernel.scenarios.errors import NotApplicableError
 from latencykernel.scenarios.kv_footprint import _FULL, _GEOMETRY, _NO_PAGING, _NO_RUNTIME, _rec_src
 from latencykernel.scenarios.metadata import output
 from latencykernel.scenarios.named import register
-from latencykernel.scenarios.units import Q_, as_quantity, count, quantity
+from latencykernel.scenarios.units import Q_, as_quantity, count, positive_int, quantity
 from latencykernel.scenarios.workloads import Workload
 
 __all__ = ["KvAdmissionScenario", "PrecisionDividendScenario"]
@@ -71,7 +71,7 @@ class KvAdmissionScenario(Scenario):
     def _validate(self) -> None:
         self._set("workload", registry.workload(self.workload))
         self.workload.require_kv()
-        self._set("accelerators", count("accelerators", self.accelerators, "sequence", minimum=1))
+        self._set("accelerators", positive_int("accelerators", self.accelerators))
         self._set("hbm_per_accelerator", as_quantity("hbm_per_accelerator", self.hbm_per_accelerator, "B", positive=True))
         self._set("weight_bytes_per_param",
                   as_quantity("weight_bytes_per_param", self.weight_bytes_per_param, "B", per="param", positive=True))
@@ -186,11 +186,11 @@ class PrecisionDividendScenario(Scenario):
     def _validate(self) -> None:
         self._set("workload", registry.workload(self.workload))
         kv = self.workload.require_kv()
-        self._set("tp_size", count("tp_size", self.tp_size, "sequence", minimum=1))
+        self._set("tp_size", positive_int("tp_size", self.tp_size))
         self._set("hbm_per_accelerator", as_quantity("hbm_per_accelerator", self.hbm_per_accelerator, "B", positive=True))
         self._set("context_tokens", count("context_tokens", self.context_tokens, "token", minimum=1))
         if self.kv_heads is not None:
-            n = count("kv_heads", self.kv_heads, "sequence", minimum=1)
+            n = positive_int("kv_heads", self.kv_heads)
             self._set("kv_heads", n)
             kv = dataclasses.replace(kv, n_kv=n)
         self._set("_kv", kv)

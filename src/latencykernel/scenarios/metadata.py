@@ -254,7 +254,7 @@ class _Namespace(dict):  # type: ignore[type-arg]
         raise KeyError(key)
 
 
-def evaluate_equation(scenario: "Scenario", name: str, **args: Any) -> Any:
+def evaluate_equation(scenario: "Scenario", name: str, /, **args: Any) -> Any:
     """Compute output ``name``'s declared equation with pint, from the scenario's symbols.
 
     Method arguments are given as keywords, in the form the method's symbols expect

@@ -14,7 +14,7 @@ from latencykernel.scenarios.errors import NotApplicableError, ScenarioInputErro
 from latencykernel.scenarios.hardware import Hardware
 from latencykernel.scenarios.metadata import output
 from latencykernel.scenarios.named import register
-from latencykernel.scenarios.units import Q_, as_quantity, count, fraction, quantity
+from latencykernel.scenarios.units import Q_, as_quantity, count, fraction, positive_int, quantity
 from latencykernel.scenarios.workloads import Workload
 
 __all__ = ["PrefixRebuildScenario", "ChunkedPrefillScenario"]
@@ -76,7 +76,7 @@ class PrefixRebuildScenario(Scenario):
         if not self.workload.hidden:
             raise NotApplicableError(f"workload={self.workload.name} states no hidden size")
         self._set("hardware", registry.hardware(self.hardware))
-        self._set("accelerators", count("accelerators", self.accelerators, "sequence", minimum=1))
+        self._set("accelerators", positive_int("accelerators", self.accelerators))
         self._set("weight_bytes_per_param",
                   as_quantity("weight_bytes_per_param", self.weight_bytes_per_param, "B", per="param", positive=True))
         self._set("kv_bytes_per_value", as_quantity("kv_bytes_per_value", self.kv_bytes_per_value, "B", positive=True))

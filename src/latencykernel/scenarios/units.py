@@ -29,6 +29,7 @@ __all__ = [
     "as_quantity",
     "count",
     "nonnegative_int",
+    "positive_int",
     "fraction",
 ]
 
@@ -72,6 +73,7 @@ minute = 60 * second = min
 hour = 60 * minute = h = hr
 day = 24 * hour = d
 byte = 8 * bit = B
+bps = bit / second
 watt = joule / second = W
 watt_hour = watt * hour = Wh
 # Spelled as mlsysim spells them, so reproduced values print the same unit strings.
@@ -240,6 +242,14 @@ def nonnegative_int(argument: str, value: Any) -> int:
             f"{argument}={value} is refused: it must not be negative", argument=argument, value=value
         )
     return value
+
+
+def positive_int(argument: str, value: Any, *, minimum: int = 1) -> int:
+    """A plain count (ranks, heads, accelerators), an int of at least ``minimum``."""
+    v = nonnegative_int(argument, value)
+    if v < minimum:
+        raise ScenarioInputError(f"{argument}={v} is refused: it must be at least {minimum}", argument=argument, value=v)
+    return v
 
 
 def fraction(argument: str, value: Any, *, low_open: bool = True, high: float = 1.0) -> float:
