@@ -9,7 +9,7 @@ from __future__ import annotations
 import operator
 from enum import Enum
 from operator import itemgetter
-from typing import Iterable, NamedTuple, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence
 
 from latencykernel.errors import LatencyKernelError
 
@@ -144,13 +144,13 @@ def _setting(name: str, value: int) -> int:
     return v
 
 
-def _whole(name: str, value: object) -> int:
+def _whole(name: str, value: Any) -> int:
     try:
         return operator.index(value)  # int, bool, numpy integers
     except TypeError:
         pass
     try:
-        f = float(value)  # type: ignore[arg-type]
+        f = float(value)
     except (TypeError, ValueError):
         raise LatencyKernelError(f"{name} must be a whole number, got {value!r}") from None
     if not f.is_integer():
@@ -158,7 +158,7 @@ def _whole(name: str, value: object) -> int:
     return int(f)
 
 
-def _column(name: str, x: Sequence[int]) -> list[int]:
+def _column(name: str, x: Any) -> list[int]:
     """A column as a fresh list of ints (C-speed for lists, tuples and numpy arrays)."""
     if type(x) is list:
         col = x.copy()
@@ -176,7 +176,7 @@ def _column(name: str, x: Sequence[int]) -> list[int]:
     return _checked(name, col)
 
 
-def _checked(name: str, col: list) -> list[int]:
+def _checked(name: str, col: list[Any]) -> list[int]:
     if col:
         lo = min(col)
         if type(lo) is not int:

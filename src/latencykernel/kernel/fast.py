@@ -28,9 +28,8 @@ within 1 ns per resource of the reference, and the tests say so. The vectorised 
 
 from __future__ import annotations
 
-import math
 from itertools import compress, repeat
-from operator import add, floordiv, ge, lt, mod, neg
+from operator import add, floordiv, ge, mod, neg
 from typing import Any, Sequence
 
 from latencykernel.batch import RESOURCES, StepEstimate
@@ -50,7 +49,7 @@ _tuple_new = tuple.__new__
 _SM, _HBM, _NVLINK, _NIC, _HOST = RESOURCES
 
 # Decode-read transforms (how a layer's primary attention bounds each request's read).
-T_NONE, T_WINDOW, T_DCP, T_TOPK, T_GENERIC = 0, 1, 2, 3, 4
+T_WINDOW, T_DCP, T_TOPK, T_GENERIC = 1, 2, 3, 4
 
 
 class _Uncovered(Exception):
@@ -96,18 +95,46 @@ class FastPlan:
 
     ``kinds`` holds one tuple per layer kind:
     (count, G, R, Wh, Eh, rec_floor, rec_per_token, expert, attn, nv_idx, nic_idx, dcp)
-      G        dense SM seconds per unit of Y = (T + m_half)/(peak·eps), before the SM derate
-      R        routed-expert SM seconds per unit of Y
+      G        dense and shared-expert FLOPs per token per rank (shape-aware: each GEMM's
+               divided by its N and K factors); G·Y·derate is seconds, Y = (T + m_half)/(peak·eps)
+      R        the same for routed experts (top-k, local share, imbalance, DP funnel folded in)
       Wh, Eh   weight-read seconds; elementwise seconds per token
+      rec_*    recurrent update: floor seconds, seconds per token
       expert   (q, Z): routed weight read Z·(1 − q^routed_tokens), or None
-      attn     primary-attention tuple (see ``_attention``), or None
-      nv_idx, nic_idx   indices into ``colls``, the distinct graph collectives
-      dcp      (rows_latent, charges) of the DCP decode collectives, or None
+      attn     (floor, KV bytes/rate per token, KV bytes/HBM per token when there is no
+               decode rate else None, decode-read law index into ``specs`` or −1, q_heads·d_h/tp,
+               the same over the prefill work scale, window, one-launch correction (0 none,
+               1 drop the decode floor, 2 drop the prefill floor), prefill floor, secondary
+               attentions), or None
+      nv_idx, nic_idx   indices into ``colls``, the distinct graph collectives (floor, 1/peak,
+               1/transition, bytes per token, to NIC)
+      dcp      (latent, charges per row) of the DCP decode collectives, or None
     """
 
     __slots__ = ("kinds", "colls", "specs", "head_g", "head_h", "inv_pe", "m_half", "sm_count", "width",
                  "capture", "host", "empty_host", "funnel", "needs_ndecode", "pcp_prefill_fallback",
                  "dcp_prefill_fallback", "any_nonlatent_dcp", "windows", "hot", "c")
+
+    kinds: tuple[tuple[Any, ...], ...]
+    colls: tuple[tuple[float, float, float, float, bool], ...]
+    specs: tuple[tuple[Any, ...], ...]
+    head_g: float
+    head_h: float
+    inv_pe: float
+    m_half: float
+    sm_count: int
+    width: int
+    capture: int
+    host: tuple[float, float, float]  # uniform decode, other, eager (launch term included)
+    empty_host: tuple[float, float]  # no requests; requests but no tokens
+    funnel: int
+    needs_ndecode: bool
+    pcp_prefill_fallback: bool
+    dcp_prefill_fallback: bool
+    any_nonlatent_dcp: bool
+    windows: tuple[int, ...]
+    hot: tuple[Any, ...]
+    c: StepConstants
 
     def __setattr__(self, name: str, value: Any) -> None:
         if hasattr(self, "c"):  # frozen once built (c is assigned last)
@@ -443,7 +470,8 @@ def _build(c: StepConstants) -> FastPlan:
                 dcp_prefill_fallback = dcp_prefill_fallback or latent
                 any_nonlatent_dcp = any_nonlatent_dcp or not latent
 
-        nv_idx, nic_idx = [], []
+        nv_idx: list[int] = []
+        nic_idx: list[int] = []
         for coll in lp.collectives:
             per_token = coll.bytes_per_token
             if coll.routed_by_top_k and lp.top_k > 0 and routed_a2a:
@@ -465,17 +493,17 @@ def _build(c: StepConstants) -> FastPlan:
     fp.head_g = head.dense_flops_per_token / tp if head.dense_flops_per_token else 0.0
     fp.head_h = head.dense_weight_bytes / tp / hbm_bw
     fp.inv_pe = 1.0 / pe
-    fp.m_half = c.m_half if c.m_half > 0 else 0
+    fp.m_half = c.m_half if c.m_half > 0 else 0.0
     fp.sm_count = c.sm_count
     fp.width = c.uniform_decode_width
     fp.capture = c.capture_tokens
     fp.funnel = funnel
-    launch = c.host_launch_per_kernel_s * c.plan.total_kernels
+    launch_s = c.host_launch_per_kernel_s * c.plan.total_kernels
     plan = c.plan
 
     def dispatch(mode: str) -> float:
         return graph_dispatch_s(mode, c.host_replay_s, c.host_eager_per_layer_s, plan.piecewise_segments,
-                                plan.total_layers) + launch
+                                plan.total_layers) + launch_s
 
     # The same floats the reference adds (host_dispatch_s + the launch term).
     fp.host = (dispatch(c.graph_decode), dispatch(c.graph_other), dispatch("eager"))

@@ -156,7 +156,7 @@ def step_times(kernel: Any, step: Any, scheduled: Any, computed: Any, *, decode_
         for i in np.flatnonzero(slow).tolist():
             a = int(starts[i])
             b = a + int(nreq[i])
-            e = kernel.step_time(Batch.from_columns(s[a:b], c[a:b], th, budget))
+            e = kernel.step_time(Batch.from_columns(s[a:b].tolist(), c[a:b].tolist(), th, budget))
             overlap[i] = e.overlap
             no_overlap[i] = e.no_overlap
             bottleneck[i] = e.bottleneck
@@ -179,7 +179,7 @@ def _pow_table(q: float, n: np.ndarray) -> np.ndarray:
 
 def _price(fp: FastPlan, st: np.ndarray, s: np.ndarray, c: np.ndarray, T: np.ndarray, sumc: np.ndarray,
            nreq: np.ndarray, th: int, budget: int, seg_start: np.ndarray, per_step: Any,
-           nsteps: int) -> tuple[tuple[np.ndarray, ...], np.ndarray | None]:
+           nsteps: int) -> tuple[tuple[Any, ...], Any]:
     """``FastPlan.price`` over arrays of steps: ((sm, hbm, nvlink, nic, host, overlap), the
     steps to price one by one, or None)."""
     empty = T == 0
@@ -225,8 +225,7 @@ def _price(fp: FastPlan, st: np.ndarray, s: np.ndarray, c: np.ndarray, T: np.nda
     has_dec = n_dec > 0
     all_dec = bool((has_dec | empty).all())
 
-    host = np.where(uniform, fp.host[0], fp.host[1])
-    host = np.where(T > fp.capture, fp.host[2], host)
+    host: Any = np.where(T > fp.capture, fp.host[2], np.where(uniform, fp.host[0], fp.host[1]))
 
     # Per-request transforms of the decode contexts.
     toks: list[np.ndarray] = []
