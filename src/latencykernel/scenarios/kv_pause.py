@@ -12,6 +12,7 @@ import pint
 from latencykernel.scenarios.base import InputDoc, Scenario
 from latencykernel.scenarios.errors import NotApplicableError, ScenarioInputError
 from latencykernel.scenarios.kv_admission import KvAdmissionScenario
+from latencykernel.scenarios.kv_residency import paged_bytes_q
 from latencykernel.scenarios.metadata import output
 from latencykernel.scenarios.named import register
 from latencykernel.scenarios.prefill import PrefixRebuildScenario
@@ -104,7 +105,7 @@ class PausedKvStateScenario(Scenario):
     def symbols(self) -> dict[str, Any]:
         s = super().symbols()
         s["context_tokens"] = Q_(self.context_tokens, "token")
-        s["paged_kv"] = lambda: Q_(self.state_bytes(), "B")
+        s["paged_bytes"] = paged_bytes_q
         return s
 
     @output(equation="host_link", unit="GB/s")
@@ -117,7 +118,8 @@ class PausedKvStateScenario(Scenario):
         """Pages of the paused request."""
         return math.ceil(self.context_tokens / self.block_tokens)
 
-    @output(equation="paged_kv()", unit="B", assumptions=("the pool's KV bytes per token, in whole pages",))
+    @output(equation="paged_bytes(context_tokens, block_tokens, pool.kv_per_token)", unit="B",
+            assumptions=("the pool's KV bytes per token, in whole pages (the kernel's paging law)",))
     def state(self) -> pint.Quantity:
         """The paused request's cache."""
         return quantity(self.state_bytes(), "B")

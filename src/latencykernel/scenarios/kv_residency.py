@@ -45,6 +45,16 @@ def _paged(tokens: int, block: int, per_token: float) -> int:
     return paged_bytes(tokens, block, per_token)
 
 
+def paged_bytes_q(tokens: Any, block: Any, per_token: pint.Quantity) -> pint.Quantity:
+    """The kernel's paging law on quantities (for equations): ``tokens`` and ``block`` in
+    tokens (or plain ints), ``per_token`` the bytes one token holds."""
+
+    def n(x: Any) -> int:
+        return int(x.to("token").magnitude) if hasattr(x, "to") else int(x)
+
+    return Q_(_paged(n(tokens), n(block), float(per_token.to("B").magnitude)), "B")
+
+
 @dataclass(frozen=True, kw_only=True)
 class KvForkCopyScenario(Scenario):
     """Candidates forked from one prefix, each copying the prefix's KV state without block sharing."""
@@ -402,10 +412,8 @@ class KvBlockSharingScenario(Scenario):
         return 1.0 / (1.0 - self.common / (self.context + self.output))
 
     def symbols(self) -> dict[str, Any]:
-        from latencykernel.price.kv import paged_bytes
-
         s = super().symbols()
-        s["paged_bytes"] = lambda t, b, kv: Q_(paged_bytes(t, b, float(kv.to("B").magnitude)), "B")
+        s["paged_bytes"] = paged_bytes_q
         return s
 
 

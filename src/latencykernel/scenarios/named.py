@@ -154,8 +154,10 @@ LEFT_OUT: dict[str, tuple[str, str]] = {
     ),
     "Llama3_70B_ReplicaDecodeBudget": (
         "DecodeBudgetScenario",
-        "a constructed step split into invented shares (GEMM 40 %, attention 24 %, ...); the "
-        "calibrated kernel's per-resource step breakdown answers the question with measured coefficients",
+        "its step is not computed but split by stated shares (GEMM 40 %, attention 24 %, ...), and its AllReduce "
+        "estimate moves 2 x hidden x 2 B once over one NVLink direction plus a 5 us launch, without the ring's "
+        "2(p-1)/p traffic or per-step latency; the calibrated kernel's per-resource step (measured collective "
+        "floors and rates per chip) answers the question",
     ),
     "SerialRepairEpisodeSpeculation": ("SpeculativeEpisodeScenario", _UNRECORDED.format("SerialRepairEpisode")),
     "RepairCohortTokenPriceComparison": (
