@@ -161,7 +161,10 @@ _ORIGINS: dict[int, tuple[weakref.ref[Any], Any]] = {}
 def note_origin(obj: Any, original: Any) -> None:
     """Record that ``obj`` is a copy of the validated document ``original``."""
     key = id(obj)
-    _ORIGINS[key] = (weakref.ref(obj, lambda _r, key=key: _ORIGINS.pop(key, None)), original)
+    def forget(_r: Any, key: int = key) -> None:
+        _ORIGINS.pop(key, None)
+
+    _ORIGINS[key] = (weakref.ref(obj, forget), original)
 
 
 def copy_if_unchanged(obj: Any) -> Any:
@@ -209,7 +212,7 @@ def fast_copy(obj: T) -> T:
         return obj
     tp = type(obj)
     if tp is list:
-        return [fast_copy(x) for x in obj]  # type: ignore[return-value]
+        return [fast_copy(x) for x in obj]  # type: ignore[return-value, attr-defined]
     if tp is dict:
         return {k: fast_copy(v) for k, v in obj.items()}  # type: ignore[return-value, attr-defined]
     if isinstance(obj, BaseModel):
@@ -436,7 +439,7 @@ def to_document_error(
         where = key
         if isinstance(inv, Invalid):
             value = inv.value
-        text = _describe(err, model_cls, loc)
+        text = _describe(dict(err), model_cls, loc)
     more = len(errors) - 1
     if more:
         text += f" (and {more} more problem{'s' if more > 1 else ''} in this document)"

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from latencykernel.batch import RESOURCES, Batch, Resource, StepEstimate
 from latencykernel.errors import LatencyKernelError
 from latencykernel.kernel.constants import StepConstants
-from latencykernel.kernel.fast import build_fast_plan
+from latencykernel.kernel.fast import FastPlan, build_fast_plan
 from latencykernel.kernel.memory import MemoryBreakdown
 from latencykernel.kernel.step import price_step
 from latencykernel.price.collective import floor_and_rate_s
@@ -79,6 +79,17 @@ class Kernel:
 
     __slots__ = ("_c", "_coeffs", "_assumptions", "_overrides", "_memory", "_pre", "_inputs", "_pool",
                  "_info", "_tiers", "_fast", "__weakref__")
+    _c: StepConstants
+    _coeffs: Coefficients
+    _assumptions: tuple[Any, ...]
+    _overrides: tuple[Override, ...]
+    _memory: MemoryBreakdown
+    _pre: int
+    _inputs: Any
+    _pool: Any
+    _info: dict[str, Any]
+    _tiers: dict[str, Any]
+    _fast: FastPlan | None
 
     @classmethod
     def _create(cls, *, inputs: Any, consts: StepConstants, coeffs: Coefficients, assumptions: Assumptions,
