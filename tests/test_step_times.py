@@ -136,6 +136,18 @@ def test_result_types() -> None:
     assert list(r) == [r[0]]
 
 
+def test_without_a_fast_plan_every_step_takes_step_time() -> None:
+    import copy
+
+    k = copy.copy(kernel("moe-ep16-2nodes"))
+    object.__setattr__(k, "_fast", None)
+    batches = [[(1, 100), (2048, 0)], [], [(1, 5000)] * 3]
+    step, s, c = columns(batches)
+    r = k.step_times(step, s, c, decode_threshold=8)
+    assert_equals_step_time(k, r, batches, 8)
+    assert r[2] == kernel("moe-ep16-2nodes")._reference_step(Batch.from_columns([1] * 3, [5000] * 3, 8))
+
+
 def test_no_rows_no_steps() -> None:
     r = kernel("mla-guide").step_times([], [], [], decode_threshold=8)
     assert len(r) == 0 and r.overlap.shape == (0,) and set(r.per_resource) == set(Resource)

@@ -31,7 +31,7 @@ _NS = 1e-9
 _RES = np.array(RESOURCES, dtype=object)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # arrays: compare fields with numpy
 class StepTimes:
     """The prices of many steps (one entry per step, seconds).
 
