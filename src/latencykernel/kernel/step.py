@@ -12,7 +12,7 @@ from typing import Sequence
 
 from latencykernel.plan import LATENT_KINDS, LayerPlan
 from latencykernel.price.attention import (
-    causal_flops_per_qk_dim, pcp_causal_flops_per_qk_dim, pcp_local_tokens, pcp_rank_chunks,
+    causal_flops_per_qk_dim, decode_read_tokens, pcp_causal_flops_per_qk_dim, pcp_local_tokens, pcp_rank_chunks,
     windowed_causal_flops_per_qk_dim,
 )
 from latencykernel.price.collective import collective_time_s
@@ -72,11 +72,7 @@ def _decode_kv_tokens(c: StepConstants, kind: str, index_topk: int, window: int,
         return -1.0
     total = 0.0
     for ctx in contexts:
-        read: float = min(ctx, window) if windowed else ctx
-        if topk > 0:
-            read = min(ctx, topk)
-            if compress_ratio > 0 and ctx > topk:
-                read += (ctx - topk) / compress_ratio
+        read = decode_read_tokens(ctx, topk, window if windowed else 0, compress_ratio)
         if dcp_on:
             read = dcp_rank_tokens(int(read + 0.5), c.dcp, c.dcp_interleave)
         total += read

@@ -16,7 +16,27 @@ __all__ = [
     "pcp_causal_flops_per_qk_dim",
     "pcp_chunks",
     "pcp_rank_chunks",
+    "decode_read_tokens",
 ]
+
+
+def decode_read_tokens(context_tokens: float, top_k: int, window: int, compress_ratio: int) -> float:
+    """Cached tokens one decode reads in one attention layer at a context of ``ctx`` tokens.
+
+    sparse (top_k > 0):  min(ctx, top_k) + (ctx − top_k) / compress_ratio
+                         (the selected tokens, plus compressed entries beyond them when
+                         the layer keeps a compressed cache, compress_ratio > 0)
+    windowed (window > 0): min(ctx, window)
+    otherwise:           ctx
+    """
+    if top_k > 0:
+        read = float(min(context_tokens, top_k))
+        if compress_ratio > 0 and context_tokens > top_k:
+            read += (context_tokens - top_k) / compress_ratio
+        return read
+    if window > 0:
+        return float(min(context_tokens, window))
+    return float(context_tokens)
 
 
 def causal_flops_per_qk_dim(scheduled: int, prefix: int) -> float:

@@ -47,14 +47,9 @@ class LayerReads:
 
     def tokens(self, ctx: int) -> float:
         """Cached tokens one such layer reads for one sequence at context ``ctx``."""
-        if self.topk > 0:
-            read = float(min(ctx, self.topk))
-            if self.compress_ratio > 0 and ctx > self.topk:
-                read += (ctx - self.topk) / self.compress_ratio
-            return read
-        if self.window > 0:
-            return float(min(ctx, self.window))
-        return float(ctx)
+        from latencykernel.price.attention import decode_read_tokens
+
+        return decode_read_tokens(ctx, self.topk, self.window, self.compress_ratio)
 
 
 @dataclass(frozen=True)
