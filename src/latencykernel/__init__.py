@@ -34,6 +34,12 @@ _EXPORTS: dict[str, str] = {
     "new": "latencykernel.kernel",
     "build": "latencykernel.kernel",
     "Kernel": "latencykernel.kernel",
+    "MemoryBreakdown": "latencykernel.kernel",
+    "CoefficientOrigin": "latencykernel.kernel",
+    "Resolution": "latencykernel.kernel",
+    "Placement": "latencykernel.kernel",
+    "KERNEL_ASSUMPTION_SET": "latencykernel.kernel",
+    "StepTimes": "latencykernel.kernel.vector",
     # ---- end of kernel exports ----
 }
 
@@ -58,3 +64,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs only
     from latencykernel.errors import DocumentError, LatencyKernelError, RefusedError
     from latencykernel.inputs import Inputs, build_inputs, open_inputs, validate_inputs
     from latencykernel.repos import Repos
+    from latencykernel.kernel import (
+        KERNEL_ASSUMPTION_SET, CoefficientOrigin, Kernel, MemoryBreakdown, Placement, Resolution, build, new, open,
+        open_pool,
+    )
+    from latencykernel.kernel.vector import StepTimes
