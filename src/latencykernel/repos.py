@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import os
 from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -82,48 +83,37 @@ class Repos:
             file=str(rel), key=setting, value=str(name),
         )
 
-    def graph_path(self, model: str, *, setting: str = "model", origin: str | None = None) -> Path:
-        """``<catalog>/models/<model>/graph.yaml``."""
-        p = self.catalog / "models" / model / "graph.yaml"
+    @staticmethod
+    def _existing(p: Path, name: str, what: str, setting: str, origin: str | None, available: str,
+                  choices: Callable[[], list[str]]) -> Path:
+        """``p`` if it is a file, else a DocumentError naming the setting, the name and the
+        names that would resolve."""
         if not p.is_file():
             raise DocumentError(
-                f"{_said(setting, origin)}: {model!r} has no graph at {p}; available models: {_listing(model, self.list_models())}",
-                file=str(p), key=setting, value=model,
+                f"{_said(setting, origin)}: {name!r} has no {what} at {p}; {available}: {_listing(name, choices())}",
+                file=str(p), key=setting, value=name,
             )
         return p
+
+    def graph_path(self, model: str, *, setting: str = "model", origin: str | None = None) -> Path:
+        """``<catalog>/models/<model>/graph.yaml``."""
+        return self._existing(self.catalog / "models" / model / "graph.yaml", model, "graph", setting, origin,
+                              "available models", self.list_models)
 
     def model_identity_path(self, model: str, *, setting: str = "model", origin: str | None = None) -> Path:
         """``<catalog>/models/<model>/model.yaml``."""
-        p = self.catalog / "models" / model / "model.yaml"
-        if not p.is_file():
-            raise DocumentError(
-                f"{_said(setting, origin)}: {model!r} has no model.yaml at {p}; catalog models: "
-                f"{_listing(model, self._model_dirs())}",
-                file=str(p), key=setting, value=model,
-            )
-        return p
+        return self._existing(self.catalog / "models" / model / "model.yaml", model, "model.yaml", setting, origin,
+                              "catalog models", self._model_dirs)
 
     def chip_path(self, name: str, *, setting: str = "hardware", origin: str | None = None) -> Path:
         """``<catalog>/hardware/<name>.yaml``."""
-        p = self.catalog / "hardware" / f"{name}.yaml"
-        if not p.is_file():
-            raise DocumentError(
-                f"{_said(setting, origin)}: {name!r} has no chip file at {p}; available chips: "
-                f"{_listing(name, _stems(self.catalog / 'hardware'))}",
-                file=str(p), key=setting, value=name,
-            )
-        return p
+        return self._existing(self.catalog / "hardware" / f"{name}.yaml", name, "chip file", setting, origin,
+                              "available chips", lambda: _stems(self.catalog / "hardware"))
 
     def fabric_path(self, name: str, *, setting: str = "fabric", origin: str | None = None) -> Path:
         """``<catalog>/networks/<name>.yaml``."""
-        p = self.catalog / "networks" / f"{name}.yaml"
-        if not p.is_file():
-            raise DocumentError(
-                f"{_said(setting, origin)}: {name!r} has no fabric file at {p}; available fabrics: "
-                f"{_listing(name, _stems(self.catalog / 'networks'))}",
-                file=str(p), key=setting, value=name,
-            )
-        return p
+        return self._existing(self.catalog / "networks" / f"{name}.yaml", name, "fabric file", setting, origin,
+                              "available fabrics", lambda: _stems(self.catalog / "networks"))
 
     def storage_path(self, *, origin: str | None = None) -> Path:
         """``<catalog>/devices/storage.yaml`` (every scenario reads it)."""
@@ -136,14 +126,8 @@ class Repos:
 
     def coefficient_path(self, name: str, *, setting: str = "coefficients", origin: str | None = None) -> Path:
         """``<registry>/coefficients/<name>.yaml``."""
-        p = self.registry / "coefficients" / f"{name}.yaml"
-        if not p.is_file():
-            raise DocumentError(
-                f"{_said(setting, origin)}: {name!r} has no coefficient set at {p}; available sets: "
-                f"{_listing(name, _stems(self.registry / 'coefficients'))}",
-                file=str(p), key=setting, value=name,
-            )
-        return p
+        return self._existing(self.registry / "coefficients" / f"{name}.yaml", name, "coefficient set", setting,
+                              origin, "available sets", lambda: _stems(self.registry / "coefficients"))
 
     # ------------------------------------------------------------------ listings
 
