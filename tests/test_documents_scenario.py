@@ -178,10 +178,10 @@ name: pd
 pools:
   - role: prefill
     nodes: 1
-    parallel: {tp: 8}
+    parallel: {tp: 8, pp: 1, dp: 1}
   - role: decode
     nodes: 1
-    parallel: {tp: 8}
+    parallel: {tp: 8, pp: 1, dp: 1}
 pd_transfer: {connector: NixlConnector}
 """
 PD_SCENARIO = SCENARIO.replace("  nodes: 1\n", "  fabric: ib-400g\n  nodes: 2\n")
@@ -226,7 +226,7 @@ def _docs(tp: int, dp: int, pcp: int, dcp: int, nodes: int, gpn: int) -> tuple[S
                              "cluster": {"hardware": "h", "fabric": "f", "nodes": nodes, "gpus_per_node": gpn}}, "x")
     dep = validate(Deployment, {"kind": "Deployment", "name": "d", "pools": [{
         "role": "colocated", "nodes": nodes,
-        "parallel": {"tp": tp, "dp": dp, "pcp": pcp, "dcp": dcp}}]}, "x")
+        "parallel": {"tp": tp, "pp": 1, "dp": dp, "pcp": pcp, "dcp": dcp}}]}, "x")
     return sc, dep
 
 

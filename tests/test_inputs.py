@@ -52,7 +52,7 @@ name: tiny-h100
 pools:
   - role: colocated
     nodes: 1
-    parallel: {tp: 2}
+    parallel: {tp: 2, pp: 1, dp: 1}
     engine: {cache_dtype: fp8}
 offload:
   tiers: [{tier: cpu_dram, bytes: 1000000}]
@@ -68,8 +68,8 @@ cluster: {hardware: h100, fabric: ib-400g, nodes: 2, gpus_per_node: 8}
 kind: Deployment
 name: tiny-pd
 pools:
-  - {role: prefill, nodes: 1, parallel: {tp: 8}}
-  - {role: decode, nodes: 1, parallel: {tp: 4, dp: 2}}
+  - {role: prefill, nodes: 1, parallel: {tp: 8, pp: 1, dp: 1}}
+  - {role: decode, nodes: 1, parallel: {tp: 4, pp: 1, dp: 2}}
 pd_transfer: {connector: NixlConnector}
 """
 

@@ -263,7 +263,7 @@ def build_inputs(
         "pools": [{
             "role": "colocated",
             "nodes": nodes,
-            "parallel": {"tp": tp, "dp": dp, "enable_expert_parallel": enable_expert_parallel},
+            "parallel": {"tp": tp, "pp": 1, "dp": dp, "enable_expert_parallel": enable_expert_parallel},
             "engine": engine_doc,
         }],
     }

@@ -118,9 +118,13 @@ class Scenario(StrictModel):
 
 
 class Parallel(StrictModel):
-    tp: PosInt = 1
-    pp: PosInt = 1
-    dp: PosInt = 1
+    """Parallel widths. ``tp``, ``pp`` and ``dp`` must be stated (as in the BLIS schema, where
+    an absent width is 0 and fails its ``>= 1`` check); ``pcp``, ``dcp`` and expert
+    parallelism are features that are off unless stated."""
+
+    tp: PosInt
+    pp: PosInt
+    dp: PosInt
     dp_local: NonNegInt | None = None
     pcp: NonNegInt | None = None
     dcp: NonNegInt | None = None
