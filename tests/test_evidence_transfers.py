@@ -51,6 +51,7 @@ def test_unstated_settings_are_recorded_with_vllm_defaults() -> None:
     eng = inputs.deployment.pools[0].engine
     for key in ("block_size", "max_num_seqs", "max_num_batched_tokens", "cudagraph_mode", "gpu_memory_utilization"):
         setattr(eng, key, None)
+    inputs.deployment.pools[0].parallel.enable_expert_parallel = None
     k = lk.new(inputs)
     got = {n: v for n, v, _ in k.assumptions()}
     assert got["block_size"] == "16"
@@ -59,6 +60,7 @@ def test_unstated_settings_are_recorded_with_vllm_defaults() -> None:
     assert got["cudagraph_mode"] == "FULL_AND_PIECEWISE"
     assert got["max_cudagraph_capture_size"] == "512"
     assert got["gpu_memory_utilization"] == "0.92"
+    assert got["enable_expert_parallel"] == "false"  # DeepSeek-V3 has routed experts
     assert k.deployment().engine.block_size is None  # the pool as stated
 
 

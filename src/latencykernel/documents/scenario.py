@@ -128,7 +128,7 @@ class Parallel(StrictModel):
     dp_local: NonNegInt | None = None
     pcp: NonNegInt | None = None
     dcp: NonNegInt | None = None
-    enable_expert_parallel: bool = False
+    enable_expert_parallel: bool | None = None
 
 
 class Dbo(StrictModel):

@@ -147,7 +147,7 @@ def new(inputs: Any) -> "Kernel":
 
     rules = inputs.rules
     layout = resolve_layout(
-        tp=par.tp, pp=par.pp, dp=par.dp, pcp=par.pcp, dcp=par.dcp, ep_enabled=par.enable_expert_parallel,
+        tp=par.tp, pp=par.pp, dp=par.dp, pcp=par.pcp, dcp=par.dcp, ep_enabled=bool(par.enable_expert_parallel),
         gpus_per_node=gpus_per_node, rack_gpus=rack_gpus, all2all_backend=eng.all2all_backend,
         sp_moe_backends=frozenset(rules.sp_moe_backends),
         custom_all_reduce_widths=frozenset(rules.custom_all_reduce_world_sizes),
@@ -197,6 +197,8 @@ def new(inputs: Any) -> "Kernel":
 
     # Experts.
     E = plan.experts
+    if E > 0 and par.enable_expert_parallel is None:
+        assumptions.add("enable_expert_parallel", "false", "unstated; vLLM's default (experts split by tensor slices)")
     eplb = eng.eplb
     R = (eplb.num_redundant_experts or 0) if (eplb is not None and eplb.enable_eplb) else 0
     if layout.expert_width <= 1:
