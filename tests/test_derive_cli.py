@@ -76,3 +76,82 @@ def test_bad_input_exits_2_without_traceback(tmp_path: Path) -> None:
                               capture_output=True, text=True, check=False)
         assert done.returncode == 2
         assert done.stderr.startswith("error: ") and "Traceback" not in done.stderr
+
+
+def _gpt2_graph() -> dict[str, object]:
+    data: dict[str, object] = yaml.safe_load((models_dir() / "gpt2-xl" / "graph.yaml").read_text())
+    return data
+
+
+def _edit(doc: dict[str, object], path: str, value: object) -> dict[str, object]:
+    out = yaml.safe_load(yaml.safe_dump(doc))
+    *parents, last = path.split(".")
+    node = out
+    for p in parents:
+        node = node[int(p)] if isinstance(node, list) else node[p]
+    if isinstance(node, list):
+        node[int(last)] = value
+    else:
+        node[last] = value
+    return out
+
+
+BAD_GRAPHS = {
+    "cycle": ("layer_kinds.0.edges", [[0, 1], [1, 0]], "cycle"),
+    "negative n": ("layer_kinds.0.nodes.1.n", -5, "must be at least 1, got -5"),
+    "unknown key": ("layer_kinds.0.nodes.1.bogus", 1, "unknown key 'bogus'"),
+    "global list": ("global", [1], "global: expected a mapping"),
+    "null stack": ("stack", None, "stack: expected a mapping"),
+    "string n": ("layer_kinds.0.nodes.1.n", "big", "expected an integer, got 'big'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_GRAPHS))
+def test_params_validates_the_graph(case: str, tmp_path: Path) -> None:
+    """A malformed graph.yaml is refused (exit 2, the file and key named), never counted."""
+    path, value, message = BAD_GRAPHS[case]
+    bad = tmp_path / "graph.yaml"
+    bad.write_text(yaml.safe_dump(_edit(_gpt2_graph(), path, value)))
+    result = runner.invoke(app, ["graph", "params", str(bad)])
+    assert isinstance(result.exception, DocumentError), result.output
+    assert message in str(result.exception) and str(bad) in str(result.exception)
+    assert "parameters" not in result.output
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("num_key_value_heads", 1000, "n_kv 1000 exceeds n_q 32"),
+    ("num_experts_per_tok", 1000, "top_k 1000 exceeds experts 8"),
+])
+def test_a_misderived_config_is_refused(tmp_path: Path, key: str, value: int, message: str) -> None:
+    """Values that would derive an invalid graph exit 2 with a DocumentError, not a graph."""
+    config = json.loads((models_dir() / "mixtral-8x7b-v0.1" / "config.json").read_text())
+    config[key] = value
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(config))
+    for args in (["graph", "from-hf", str(cfg)], ["graph", "params", str(cfg)]):
+        result = runner.invoke(app, args)
+        assert isinstance(result.exception, DocumentError), result.output
+        assert message in str(result.exception) and str(cfg) in str(result.exception)
+        assert "ModelGraph" not in result.output and "parameters" not in result.output
+    done = subprocess.run([sys.executable, "-m", "latencykernel", "graph", "from-hf", str(cfg)],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("error: the graph derived from ")
+
+
+def test_params_honours_catalog(tmp_path: Path) -> None:
+    """A name resolves in --catalog (by directory or by model.yaml repo id), not the embedded one."""
+    import shutil
+
+    models = tmp_path / "models"
+    shutil.copytree(models_dir() / "gpt2-xl", models / "my-gpt2")
+    (models / "my-gpt2" / "model.yaml").write_text(
+        "name: my-gpt2\nsource: {provider: local, repo: me/My-GPT2, revision: unpinned}\n")
+    for arg in ("my-gpt2", "me/my-gpt2"):
+        result = runner.invoke(app, ["graph", "params", arg, "--catalog", str(tmp_path)])
+        assert result.exit_code == 0, result.output
+        assert "my-gpt2" in result.output and "1,554,971,200" in result.output
+    result = runner.invoke(app, ["graph", "params", "deepseek-v3", "--catalog", str(tmp_path)])
+    assert isinstance(result.exception, DocumentError)
+    assert "my-gpt2" in str(result.exception)
+    assert isinstance(runner.invoke(app, ["graph", "params", "my-gpt2"]).exception, DocumentError)

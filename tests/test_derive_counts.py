@@ -1,5 +1,5 @@
 """Parameter counts of the embedded graphs against the vendors' published sizes, and the
-other counts (layers, KV geometry) over dicts and over the pydantic ModelGraph.
+other counts (layers, KV geometry), over the validated ModelGraph.
 
 A graph counts only the matrices its GEMM/GroupedGEMM nodes stand for plus the embedding
 table, so it runs below a published total by what it omits: norm weights (hidden-sized
@@ -11,7 +11,6 @@ the rounding of the published figure; none is wider than that.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,17 +20,28 @@ from latencykernel.derive.catalog import models_dir
 from latencykernel.derive.counts import (
     KvGeometry,
     active_parameter_count,
-    expand_stack,
     kv_geometry,
     kv_layers_by_kind,
     layer_count,
     parameter_count,
 )
+from latencykernel.documents.common import validate
+from latencykernel.documents.graph import ModelGraph, Stack, load_graph
 from latencykernel.errors import DocumentError
 
 
-def graph(name: str) -> dict[str, Any]:
-    return yaml.safe_load((models_dir() / name / "graph.yaml").read_text())
+def graph(name: str) -> ModelGraph:
+    return load_graph(models_dir() / name / "graph.yaml")
+
+
+def plain(name: str) -> dict[str, Any]:
+    """The graph.yaml as a plain dict, to edit before validating."""
+    data: dict[str, Any] = yaml.safe_load((models_dir() / name / "graph.yaml").read_text())
+    return data
+
+
+def typed(doc: dict[str, Any]) -> ModelGraph:
+    return validate(ModelGraph, doc, "<test>")
 
 
 def rel(a: float, b: float) -> float:
@@ -156,20 +166,22 @@ def test_dense_models_are_all_active() -> None:
 
 
 def test_tied_head_is_not_counted_twice() -> None:
-    g = graph("gpt2-xl")
+    g = plain("gpt2-xl")
     untied = {**g, "global": {**g["global"], "tie_word_embeddings": False}}
-    assert parameter_count(untied) - parameter_count(g) == 50257 * 1600
+    assert parameter_count(typed(untied)) - parameter_count(typed(g)) == 50257 * 1600
 
 
 def test_grouped_gemm_rules() -> None:
     """3 matrices per gated expert; shared width defaults to n (also when 0); latent_size
     narrows the routed experts' input only."""
-    base = {"global": {"hidden_size": 10, "vocab_size": 1, "tie_word_embeddings": True},
+    base = {"kind": "ModelGraph", "name": "t",
+            "derived_from": {"format": "test", "path": "-", "sha256": "0" * 64, "deriver_version": 1},
+            "global": {"hidden_size": 10, "vocab_size": 1, "tie_word_embeddings": True, "weight_dtype": "bf16"},
             "stack": {"pattern": ["m"], "repeat": 1}, "head": []}
     node = {"op": "GroupedGEMM", "n": 4, "k": 10, "experts": 8, "top_k": 2, "shared_experts": 1}
 
     def count(**extra: int) -> tuple[int, int]:
-        g = {**base, "layer_kinds": [{"id": "m", "nodes": [{**node, **extra}]}]}
+        g = typed({**base, "layer_kinds": [{"id": "m", "nodes": [{**node, **extra}]}]})
         return parameter_count(g) - 10, active_parameter_count(g) - 10
 
     assert count() == (8 * 3 * 4 * 10 + 3 * 4 * 10, 2 * 3 * 4 * 10 + 3 * 4 * 10)
@@ -182,9 +194,9 @@ def test_layer_count_and_stack_expansion() -> None:
     assert layer_count(graph("deepseek-v3")) == 61
     assert layer_count(graph("gpt-oss-120b")) == 36
     assert layer_count(graph("qwen3.5-397b-a17b")) == 60
-    assert expand_stack({"prologue": ["a"], "pattern": ["b", "c"], "repeat": 2, "epilogue": ["d"]}) == \
+    assert Stack(prologue=["a"], pattern=["b", "c"], repeat=2, epilogue=["d"]).expand() == \
         ["a", "b", "c", "b", "c", "d"]
-    assert expand_stack({"prologue": ["a", "b"], "repeat": 0}) == ["a", "b"]
+    assert Stack(prologue=["a", "b"], repeat=0).expand() == ["a", "b"]
 
 
 def test_kv_geometry() -> None:
@@ -201,31 +213,18 @@ def test_kv_geometry() -> None:
 
 
 def test_kv_geometry_refuses_mixed_or_missing_attention() -> None:
-    g = graph("gpt-oss-120b")
+    g = plain("gpt-oss-120b")
     mixed = yaml.safe_load(yaml.safe_dump(g))
     mixed["layer_kinds"][0]["nodes"][2]["d_h"] = 128
     with pytest.raises(DocumentError, match="disagree"):
-        kv_geometry(mixed)
+        kv_geometry(typed(mixed))
     no_attention = {**g, "layer_kinds": [{"id": k["id"], "nodes": [n for n in k["nodes"] if n["op"] != "Attention"]}
                                          for k in g["layer_kinds"]]}
     with pytest.raises(DocumentError, match="no attention"):
-        kv_geometry(no_attention)
+        kv_geometry(typed(no_attention))
 
 
-def test_undeclared_kind_in_stack_is_a_document_error() -> None:
-    g = {**graph("gpt2-xl"), "stack": {"pattern": ["nope"], "repeat": 2}}
-    with pytest.raises(DocumentError, match="nope"):
-        parameter_count(g)
-
-
-def test_counts_accept_the_pydantic_model_graph() -> None:
-    graph_mod = pytest.importorskip("latencykernel.documents.graph")
-    for model in ("deepseek-v3", "qwen3.5-397b-a17b", "gpt2-xl"):
-        path: Path = models_dir() / model / "graph.yaml"
-        typed = graph_mod.load_graph(path)
-        plain = graph(model)
-        assert parameter_count(typed) == parameter_count(plain)
-        assert parameter_count(typed, include_speculator=True) == parameter_count(plain, include_speculator=True)
-        assert active_parameter_count(typed) == active_parameter_count(plain)
-        assert layer_count(typed) == layer_count(plain)
-        assert kv_geometry(typed) == kv_geometry(plain)
+def test_undeclared_kind_in_stack_is_refused_before_counting() -> None:
+    g = {**plain("gpt2-xl"), "stack": {"pattern": ["nope"], "repeat": 2}}
+    with pytest.raises(DocumentError, match="'nope' is not a declared layer kind"):
+        typed(g)

@@ -5,22 +5,26 @@ a graph's parameters.
     latencykernel graph params deepseek-v3             # embedded catalog name
     latencykernel graph params deepseek-ai/DeepSeek-R1 # or its Hugging Face repo id
     latencykernel graph params path/to/graph.yaml      # or a file (graph.yaml / config.json)
+    latencykernel graph params mymodel --catalog ../blis-catalog
 
-Bad input raises DocumentError, which the command's main maps to exit code 2.
+Every graph, read or derived, is validated as a ``documents.graph.ModelGraph`` before it is
+printed or counted. Bad input raises DocumentError, which the command's main maps to exit
+code 2.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Optional
 
 import typer
 
 from latencykernel.cli import app
-from latencykernel.derive.catalog import find_model_dir, read_yaml
+from latencykernel.cli.common import CatalogDir, repos_from
 from latencykernel.derive.counts import active_parameter_count, layer_count, parameter_count
 from latencykernel.derive.hf import derive_graph_from_file, render_graph_yaml
-from latencykernel.errors import DocumentError
+from latencykernel.documents.common import validate
+from latencykernel.documents.graph import ModelGraph, load_graph
 
 __all__ = ["graph_app"]
 
@@ -44,25 +48,20 @@ def from_hf(
     typer.echo(render_graph_yaml(doc, str(config_json)), nl=False)
 
 
-def _load_graph(model_or_graph: str) -> tuple[str, Any]:
-    """(label, graph dict) for a file path, a model directory, a catalog name or repo id."""
+def _load_graph(model_or_graph: str, catalog: Optional[Path]) -> tuple[str, ModelGraph]:
+    """(label, validated graph) for a file path, a model directory, or a catalog name or
+    Hugging Face repo id (looked up in ``catalog``, default the embedded one)."""
     path = Path(model_or_graph)
     if path.is_dir():
         path = path / "graph.yaml"
     if path.is_file():
         if path.suffix == ".json":
-            return str(path), derive_graph_from_file(path)
-        doc = read_yaml(path)
-        label = str(path)
-    else:
-        model_dir = find_model_dir(model_or_graph)
-        path = model_dir / "graph.yaml"
-        doc = read_yaml(path)
-        label = f"{model_dir.name} ({path})"
-    if not isinstance(doc, dict) or doc.get("kind") != "ModelGraph":
-        raise DocumentError(f"{path} is not a ModelGraph document (kind: ModelGraph)",
-                            file=str(path), key="kind")
-    return label, doc
+            return str(path), validate(ModelGraph, derive_graph_from_file(path), path)
+        return str(path), load_graph(path)
+    repos = repos_from(None, catalog, None)
+    model = repos.find_model(model_or_graph)
+    path = repos.graph_path(model)
+    return f"{model} ({path})", load_graph(path)
 
 
 def _billions(n: int) -> str:
@@ -76,12 +75,13 @@ def params(
         typer.Argument(help="Embedded model name, Hugging Face repo id, graph.yaml, "
                             "model directory or config.json."),
     ],
+    catalog: Optional[Path] = CatalogDir,
 ) -> None:
     """Print a graph's total and active parameter counts."""
-    label, doc = _load_graph(model_or_graph)
+    label, graph = _load_graph(model_or_graph, catalog)
     typer.echo(f"model:             {label}")
-    typer.echo(f"layers:            {layer_count(doc)}")
-    typer.echo(f"total parameters:  {_billions(parameter_count(doc))}")
-    if doc.get("speculator"):
-        typer.echo(f"  with speculator: {_billions(parameter_count(doc, include_speculator=True))}")
-    typer.echo(f"active parameters: {_billions(active_parameter_count(doc))}")
+    typer.echo(f"layers:            {layer_count(graph)}")
+    typer.echo(f"total parameters:  {_billions(parameter_count(graph))}")
+    if graph.speculator is not None:
+        typer.echo(f"  with speculator: {_billions(parameter_count(graph, include_speculator=True))}")
+    typer.echo(f"active parameters: {_billions(active_parameter_count(graph))}")

@@ -10,8 +10,8 @@ the head, the MTP speculator and the derivation record.
                        sha256=hashlib.sha256(raw).hexdigest())
     print(render_graph_yaml(doc, "models/llama-3.1-8b-instruct/config.json"))
 
-The result is a plain dict ready for ``yaml.safe_dump(sort_keys=False)``; the same input
-always gives the same output.
+The result is a plain dict ready for ``yaml.safe_dump(sort_keys=False)``, already
+validated as a ``documents.graph.ModelGraph``; the same input always gives the same output.
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ from latencykernel.derive.families import (
 )
 from latencykernel.derive.families_mla import deepseek_mla, deepseek_v4
 from latencykernel.derive.nodes import gemm, norm
+from latencykernel.documents.common import validate
+from latencykernel.documents.graph import ModelGraph
 from latencykernel.errors import DocumentError
 
 __all__ = [
@@ -199,8 +201,10 @@ def derive_graph(config: Mapping[str, Any], *, name: str, sha256: str,
     ``name`` is the catalog directory name, ``sha256`` the hex digest of the config.json
     bytes, ``path`` the config's path relative to the model directory (recorded in
     ``derived_from``), ``file`` the path used in error messages.
-    Raises :class:`DocumentError` for an unsupported architecture or a missing/ill-typed
-    field.
+    Raises :class:`DocumentError` for an unsupported architecture, a missing/ill-typed
+    field, or values that do not form a valid ModelGraph (the result is validated exactly
+    as ``documents.graph.load_graph`` validates a graph.yaml: n_kv > n_q or top_k >
+    experts are refused here, not printed).
     """
     if not name:
         raise DocumentError("a graph needs a name (the catalog directory name)", key="name")
@@ -245,6 +249,10 @@ def derive_graph(config: Mapping[str, Any], *, name: str, sha256: str,
             "num_spec_tokens": spec.num_spec_tokens,
             "stack": {"pattern": list(spec.pattern), "repeat": spec.repeat},
         }
+    try:
+        validate(ModelGraph, doc, file)
+    except DocumentError as e:
+        raise DocumentError(f"the graph derived from {e}", file=e.file, key=e.key, value=e.value) from None
     return doc
 
 

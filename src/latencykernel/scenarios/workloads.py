@@ -304,13 +304,10 @@ class Workload:
         total = float(counts.parameter_count(graph))
         active = float(counts.active_parameter_count(graph))
         layers = int(counts.layer_count(graph))
-        n_kv, d_h, kind, kv_layers = counts.kv_geometry(graph)
+        n_kv, d_h, kind, kv_layers = counts.kv_geometry(graph)  # raises for a graph without attention
         n_q, routed, top_k = _graph_heads_and_experts(graph)
-        kv = None
-        if n_kv and d_h and kv_layers:
-            kv = KvGeometry(str(kind), int(n_kv), int(d_h), int(kv_layers), n_q, _graph_reads(graph))
+        kv = KvGeometry(kind, n_kv, d_h, kv_layers, n_q, _graph_reads(graph))
         nominal = NOMINAL_PARAMETERS.get(model)
-        g = getattr(graph, "global_", None)
         return cls(
             name=model,
             layers=layers,
@@ -321,7 +318,7 @@ class Workload:
             nominal_parameters=nominal[0] if nominal else None,
             nominal_active_parameters=nominal[1] if nominal else None,
             basis="counted",
-            hidden=getattr(g, "hidden_size", None),
+            hidden=graph.global_.hidden_size,
             heads=n_q,
             experts=ExpertGeometry(routed, top_k) if routed and top_k and routed > top_k else None,
             catalog_name=model,
