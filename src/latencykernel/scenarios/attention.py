@@ -15,7 +15,16 @@ from latencykernel.scenarios.errors import ScenarioInputError
 from latencykernel.scenarios.hardware import Hardware
 from latencykernel.scenarios.metadata import output
 from latencykernel.scenarios.named import register
-from latencykernel.scenarios.units import Q_, as_quantity, count, fraction, nonnegative_int, positive_int, quantity
+from latencykernel.scenarios.units import (
+    Q_,
+    as_quantity,
+    count,
+    fraction,
+    mapping,
+    nonnegative_int,
+    positive_int,
+    quantity,
+)
 
 __all__ = ["AttentionTilingScenario", "RingAttentionScenario"]
 
@@ -163,7 +172,8 @@ class RingAttentionScenario(Scenario):
         self.accelerator.peak(self.precision, argument="precision")
         self._set("local_efficiency", fraction("local_efficiency", self.local_efficiency))
         self._set("element_bytes", as_quantity("element_bytes", self.element_bytes, "B", positive=True))
-        self._set("links", {str(k): as_quantity(f"links[{k!r}]", v, "B/s", positive=True) for k, v in dict(self.links).items()})
+        self._set("links", {k: as_quantity(f"links[{k!r}]", v, "B/s", positive=True)
+                            for k, v in mapping("links", self.links).items()})
 
     def symbols(self) -> dict[str, Any]:
         s = super().symbols()

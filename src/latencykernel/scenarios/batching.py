@@ -11,7 +11,7 @@ from latencykernel.scenarios.base import InputDoc, Scenario
 from latencykernel.scenarios.errors import ScenarioInputError
 from latencykernel.scenarios.metadata import output
 from latencykernel.scenarios.named import register
-from latencykernel.scenarios.units import Q_, as_quantity, nonnegative_int, quantity
+from latencykernel.scenarios.units import Q_, as_quantity, int_list, nonnegative_int, quantity
 
 __all__ = ["BatchingKneeScenario"]
 
@@ -52,10 +52,7 @@ class BatchingKneeScenario(Scenario):
     def _validate(self) -> None:
         self._set("fixed_time", as_quantity("fixed_time", self.fixed_time, "s", nonnegative=True))
         self._set("per_request_time", as_quantity("per_request_time", self.per_request_time, "s", positive=True))
-        if isinstance(self.batch_sizes, (str, bytes)) or not hasattr(self.batch_sizes, "__iter__"):
-            raise ScenarioInputError(f"batch_sizes={self.batch_sizes!r} must be a list of ints", argument="batch_sizes",
-                                     value=self.batch_sizes)
-        self._set("batch_sizes", tuple(nonnegative_int("batch_sizes", b) for b in self.batch_sizes))
+        self._set("batch_sizes", int_list("batch_sizes", self.batch_sizes))
         self._set("_t0", float(self.fixed_time.to("s").magnitude))
         self._set("_tr", float(self.per_request_time.to("s").magnitude))
 

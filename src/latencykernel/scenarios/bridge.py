@@ -24,7 +24,7 @@ from latencykernel.scenarios.base import InputDoc, Scenario
 from latencykernel.scenarios.errors import ScenarioInputError
 from latencykernel.scenarios.kv_decode import TPOT_SAMPLES, SparseKvDecodeBatchScenario
 from latencykernel.scenarios.metadata import _largest_batch, output
-from latencykernel.scenarios.units import Q_, as_quantity, count, nonnegative_int, quantity
+from latencykernel.scenarios.units import Q_, as_quantity, count, int_list, nonnegative_int, quantity
 
 __all__ = ["CalibratedDecodeBatch", "decode_batch", "floor_of"]
 
@@ -130,11 +130,7 @@ class CalibratedDecodeBatch(Scenario):
                     value=self.kernel,
                 )
         self._set("context_tokens", count("context_tokens", self.context_tokens, "token", minimum=1))
-        if isinstance(self.batch_sizes, (str, bytes)) or not hasattr(self.batch_sizes, "__iter__"):
-            raise ScenarioInputError(
-                f"batch_sizes={self.batch_sizes!r} must be a list of ints", argument="batch_sizes", value=self.batch_sizes
-            )
-        self._set("batch_sizes", tuple(nonnegative_int("batch_sizes", b) for b in self.batch_sizes))
+        self._set("batch_sizes", int_list("batch_sizes", self.batch_sizes))
         self._set("decode_threshold", count("decode_threshold", self.decode_threshold, "token", minimum=1))
         self._set("_floor", floor_of(self.kernel, self.context_tokens, self.batch_sizes))
         self._set("_cache", {})
@@ -236,6 +232,6 @@ def decode_batch(
         name=f"decode batches on {kernel!r} at {context_tokens}-token contexts",
         kernel=kernel,
         context_tokens=context_tokens,
-        batch_sizes=tuple(batch_sizes),
+        batch_sizes=batch_sizes,  # validated (and made a tuple) by the scenario
         decode_threshold=decode_threshold,
     )

@@ -26,7 +26,7 @@ from latencykernel.scenarios.units import (
     as_quantity,
     count,
     fraction,
-    nonnegative_int,
+    mapping,
     positive_int,
     quantity,
     value_bytes,
@@ -71,7 +71,7 @@ class DecodeScenario(Scenario):
         InputDoc("workload", "Workload | str", "the model"),
         InputDoc("hardware", "Hardware | str", "one accelerator (each rank)"),
         InputDoc("precision", "str | Quantity [B]", "weight storage: a precision name or bytes per parameter"),
-        InputDoc("batch_size", "int ≥ 0", "sequences decoding one token each"),
+        InputDoc("batch_size", "int ≥ 1", "sequences decoding one token each"),
         InputDoc("peak_precision", "str | None", "peak key for the FLOP rate (None: the headline peak)"),
         InputDoc("tp_size", "int ≥ 1", "tensor-parallel ranks sharing the weights"),
     )
@@ -85,7 +85,7 @@ class DecodeScenario(Scenario):
         self._set("workload", registry.workload(self.workload))
         self._set("hardware", registry.hardware(self.hardware))
         wb = value_bytes("precision", self.precision)
-        self._set("batch_size", nonnegative_int("batch_size", self.batch_size))
+        self._set("batch_size", positive_int("batch_size", self.batch_size))
         self._set("tp_size", positive_int("tp_size", self.tp_size))
         if self.peak_precision is not None and not isinstance(self.peak_precision, str):
             raise ScenarioInputError(
@@ -226,7 +226,8 @@ class ModelCallScenario(Scenario):
         if self.deadline is not None:
             self._set("deadline", as_quantity("deadline", self.deadline, "s", positive=True))
         if self.stage_success is not None:
-            stages = {str(k): fraction(f"stage_success[{k!r}]", v, low_open=False) for k, v in dict(self.stage_success).items()}
+            stages = {k: fraction(f"stage_success[{k!r}]", v, low_open=False)
+                      for k, v in mapping("stage_success", self.stage_success).items()}
             self._set("stage_success", stages)
 
     def symbols(self) -> dict[str, Any]:

@@ -14,7 +14,18 @@ from latencykernel.scenarios.batching import BatchingKneeScenario
 from latencykernel.scenarios.errors import ScenarioInputError
 from latencykernel.scenarios.metadata import output
 from latencykernel.scenarios.named import register
-from latencykernel.scenarios.units import Q_, as_quantity, count, fraction, nonnegative_int, quantity
+from latencykernel.scenarios.units import (
+    Q_,
+    as_quantity,
+    count,
+    fraction,
+    int_list,
+    mapping,
+    nonnegative_int,
+    positive_int,
+    quantity,
+    text,
+)
 
 __all__ = [
     "BatchServingCostScenario",
@@ -62,7 +73,7 @@ class BatchServingCostScenario(Scenario):
             raise ScenarioInputError(f"service={self.service!r} must be a BatchingKneeScenario", argument="service",
                                      value=self.service)
         self._set("price", as_quantity("price", self.price, "dollar/s", nonnegative=True))
-        batches = tuple(count("batch_sizes", b, "sequence", minimum=1) for b in self.batch_sizes)
+        batches = int_list("batch_sizes", self.batch_sizes, minimum=1, unit="sequence")
         if not batches:
             raise ScenarioInputError("batch_sizes must name at least one batch", argument="batch_sizes", value=batches)
         self._set("batch_sizes", batches)
@@ -118,12 +129,13 @@ class ServingInstanceCostScenario(Scenario):
     )
 
     def _validate(self) -> None:
-        prices = {str(k): as_quantity(f"prices[{k!r}]", v, "dollar/s", nonnegative=True) for k, v in dict(self.prices).items()}
-        rates = {str(k): as_quantity(f"rates[{k!r}]", v, "1/s", positive=True) for k, v in dict(self.rates).items()}
+        prices = {k: as_quantity(f"prices[{k!r}]", v, "dollar/s", nonnegative=True)
+                  for k, v in mapping("prices", self.prices).items()}
+        rates = {k: as_quantity(f"rates[{k!r}]", v, "1/s", positive=True) for k, v in mapping("rates", self.rates).items()}
         if set(prices) != set(rates):
             raise ScenarioInputError("prices and rates must name the same instances", argument="rates", value=sorted(rates))
         for name in ("small", "large"):
-            if getattr(self, name) not in prices:
+            if text(name, getattr(self, name), "an instance name") not in prices:
                 raise ScenarioInputError(f"{name}={getattr(self, name)!r} is not among {sorted(prices)}", argument=name,
                                          value=getattr(self, name))
         self._set("prices", prices)
@@ -239,11 +251,11 @@ class ServingCostScenario(Scenario):
     excludes: ClassVar[tuple[str, ...]] = ("traffic growth", "retraining")
     inputs_doc: ClassVar[tuple[InputDoc, ...]] = (
         InputDoc("training_cost", "Quantity [dollar]", "one training run"),
-        InputDoc("daily_users", "int", "users per day"),
-        InputDoc("requests_per_user_per_day", "int", "requests each user sends a day"),
+        InputDoc("daily_users", "int ≥ 1", "users per day"),
+        InputDoc("requests_per_user_per_day", "int ≥ 1", "requests each user sends a day"),
         InputDoc("cost_per_request", "Quantity [dollar]", "serving cost of one request"),
         InputDoc("efficiency_gain", "float in [0, 1]", "share of serving cost an optimisation removes"),
-        InputDoc("days_per_year", "int", "days of serving"),
+        InputDoc("days_per_year", "int ≥ 1", "days of serving"),
     )
     examples: ClassVar[tuple[str, ...]] = (
         "from latencykernel.scenarios import Scenarios",
@@ -255,7 +267,7 @@ class ServingCostScenario(Scenario):
         self._set("training_cost", as_quantity("training_cost", self.training_cost, "dollar", nonnegative=True))
         self._set("cost_per_request", as_quantity("cost_per_request", self.cost_per_request, "dollar", positive=True))
         for name in ("daily_users", "requests_per_user_per_day", "days_per_year"):
-            self._set(name, nonnegative_int(name, getattr(self, name)))
+            self._set(name, positive_int(name, getattr(self, name)))
         self._set("efficiency_gain", fraction("efficiency_gain", self.efficiency_gain, low_open=False))
 
     def _daily_cost(self) -> float:

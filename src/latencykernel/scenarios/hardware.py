@@ -95,13 +95,14 @@ class Hardware:
 
     # ---------------------------------------------------------------- constructors
     @classmethod
-    def catalog(cls, chip_name: str, repos: Any = None) -> "Hardware":
-        """The shared catalog's chip ``chip_name`` (``h100``, ``b200``, ...)."""
+    def catalog(cls, chip_name: str, repos: Any = None, *, setting: str = "hardware") -> "Hardware":
+        """The shared catalog's chip ``chip_name`` (``h100``, ``b200``, ...); ``setting`` is
+        the input a missing chip's error names."""
         from latencykernel.documents.chip import load_chip  # lazy: the catalog layer
         from latencykernel.repos import Repos
 
         repos = repos if repos is not None else Repos.default()
-        chip = load_chip(repos.chip_path(chip_name))
+        chip = load_chip(repos.chip_path(chip_name, setting=setting))
         return cls.from_chip(chip, catalog_name=chip_name)
 
     @classmethod

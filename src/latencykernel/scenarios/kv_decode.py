@@ -20,7 +20,16 @@ from latencykernel.scenarios.errors import ScenarioInputError
 from latencykernel.scenarios.hardware import Hardware
 from latencykernel.scenarios.metadata import output
 from latencykernel.scenarios.named import register
-from latencykernel.scenarios.units import Q_, as_quantity, count, factor, fraction, nonnegative_int, quantity
+from latencykernel.scenarios.units import (
+    Q_,
+    as_quantity,
+    count,
+    factor,
+    fraction,
+    int_list,
+    nonnegative_int,
+    quantity,
+)
 from latencykernel.scenarios.workloads import Workload
 
 __all__ = ["KvDecodeBatchScenario", "SparseKvDecodeBatchScenario", "TPOT_SAMPLES"]
@@ -110,11 +119,7 @@ class KvDecodeBatchScenario(Scenario):
         wb = as_quantity("weight_bytes_per_param", self.weight_bytes_per_param, "B", per="param", positive=True)
         kb = as_quantity("kv_bytes_per_value", self.kv_bytes_per_value, "B", positive=True)
         ctx = count("context_tokens", self.context_tokens, "token", minimum=1)
-        if isinstance(self.batch_sizes, (str, bytes)) or not hasattr(self.batch_sizes, "__iter__"):
-            raise ScenarioInputError(
-                f"batch_sizes={self.batch_sizes!r} must be a list of ints", argument="batch_sizes", value=self.batch_sizes
-            )
-        batches = tuple(nonnegative_int("batch_sizes", b) for b in self.batch_sizes)
+        batches = int_list("batch_sizes", self.batch_sizes)
         prompt = count("prompt_tokens", self.prompt_tokens, "token", minimum=0)
         eff = fraction("prefill_efficiency", self.prefill_efficiency)
         if not isinstance(self.peak_precision, str):

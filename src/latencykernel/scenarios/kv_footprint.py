@@ -20,7 +20,7 @@ from latencykernel.scenarios.errors import NotApplicableError, ScenarioInputErro
 from latencykernel.scenarios.hardware import Hardware
 from latencykernel.scenarios.metadata import output
 from latencykernel.scenarios.named import register
-from latencykernel.scenarios.units import Q_, as_quantity, count, fraction, quantity, value_bytes
+from latencykernel.scenarios.units import Q_, as_quantity, count, fraction, items, quantity, value_bytes
 from latencykernel.scenarios.workloads import Workload
 
 __all__ = ["KvFootprintScenario", "KvAttentionDesignScenario", "ContextMemoryCrossingScenario"]
@@ -158,7 +158,7 @@ class KvAttentionDesignScenario(Scenario):
     )
 
     def _validate(self) -> None:
-        self._set("models", tuple(registry.workload(m, "models") for m in self.models))
+        self._set("models", tuple(registry.workload(m, "models") for m in items("models", self.models, "workloads")))
         for m in self.models:
             m.require_kv("models")
         for name in ("mha", "gqa", "mla"):

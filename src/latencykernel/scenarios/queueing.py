@@ -12,7 +12,7 @@ import pint
 from latencykernel.scenarios.base import InputDoc, Scenario
 from latencykernel.scenarios.metadata import output
 from latencykernel.scenarios.named import register
-from latencykernel.scenarios.units import Q_, as_quantity, fraction, positive_int, quantity
+from latencykernel.scenarios.units import Q_, as_quantity, fraction, items, number, positive_int, quantity
 
 __all__ = ["MM1ServiceSpeedupScenario", "MM1CapacityPlanScenario"]
 
@@ -149,8 +149,8 @@ class MM1CapacityPlanScenario(Scenario):
         InputDoc("tail_budget", "Quantity [time]", "the tail latency target"),
         InputDoc("peak_rate", "Quantity [1/time]", "peak traffic"),
         InputDoc("headroom", "float ≥ 1", "fleet multiplier"),
-        InputDoc("utilization_points", "list[float]", "utilizations to report"),
-        InputDoc("example_utilization", "float", "a utilization to quote"),
+        InputDoc("utilization_points", "list[float in (0, 1)]", "utilizations to report"),
+        InputDoc("example_utilization", "float in (0, 1)", "a utilization to quote"),
         InputDoc("batched_rate", "Quantity [1/time]", "a server's rate when batching"),
         InputDoc("accelerator_price", "Quantity [dollar/time]", "hourly price of one server"),
     )
@@ -162,17 +162,14 @@ class MM1CapacityPlanScenario(Scenario):
 
     def _validate(self) -> None:
         self._set("service_time", as_quantity("service_time", self.service_time, "s", positive=True))
-        if isinstance(self.tail_factor, bool) or not isinstance(self.tail_factor, (int, float)) or self.tail_factor <= 0:
-            from latencykernel.scenarios.errors import ScenarioInputError
-
-            raise ScenarioInputError(f"tail_factor={self.tail_factor!r} must be a positive number",
-                                     argument="tail_factor", value=self.tail_factor)
+        self._set("tail_factor", number("tail_factor", self.tail_factor, above=0))
         self._set("tail_quantile", fraction("tail_quantile", self.tail_quantile, high=0.999999999))
         self._set("tail_budget", as_quantity("tail_budget", self.tail_budget, "s", positive=True))
         self._set("peak_rate", as_quantity("peak_rate", self.peak_rate, "1/s", positive=True))
-        self._set("headroom", float(self.headroom))
-        self._set("utilization_points", tuple(fraction("utilization_points", u, high=0.999999999)
-                                              for u in self.utilization_points))
+        self._set("headroom", number("headroom", self.headroom, minimum=1))
+        self._set("utilization_points", tuple(fraction(f"utilization_points[{i}]", u, high=0.999999999)
+                                              for i, u in enumerate(items("utilization_points", self.utilization_points,
+                                                                          "utilizations"))))
         self._set("example_utilization", fraction("example_utilization", self.example_utilization, high=0.999999999))
         self._set("batched_rate", as_quantity("batched_rate", self.batched_rate, "1/s", positive=True))
         self._set("accelerator_price", as_quantity("accelerator_price", self.accelerator_price, "dollar/s",

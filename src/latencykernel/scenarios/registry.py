@@ -23,7 +23,7 @@ def workload(value: Any, argument: str = "workload") -> Workload:
     if isinstance(value, str):
         if value in RECORDED_WORKLOADS:
             return RECORDED_WORKLOADS[value]
-        return Workload.catalog(value)
+        return Workload.catalog(value, setting=argument)
     raise ScenarioInputError(
         f"{argument}={value!r} must be a Workload or a model name", argument=argument, value=value
     )
@@ -36,7 +36,7 @@ def hardware(value: Any, argument: str = "hardware") -> Hardware:
     if isinstance(value, str):
         if value in RECORDED_HARDWARE:
             return RECORDED_HARDWARE[value]
-        return Hardware.catalog(value)
+        return Hardware.catalog(value, setting=argument)
     raise ScenarioInputError(
         f"{argument}={value!r} must be a Hardware or a chip name", argument=argument, value=value
     )

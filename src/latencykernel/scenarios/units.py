@@ -14,6 +14,8 @@ package never imports this module.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable, Mapping
 from numbers import Real
 from typing import Any
 
@@ -31,6 +33,11 @@ __all__ = [
     "nonnegative_int",
     "positive_int",
     "fraction",
+    "number",
+    "items",
+    "int_list",
+    "mapping",
+    "text",
 ]
 
 
@@ -245,7 +252,7 @@ def nonnegative_int(argument: str, value: Any) -> int:
 
 
 def positive_int(argument: str, value: Any, *, minimum: int = 1) -> int:
-    """A plain count (ranks, heads, accelerators), an int of at least ``minimum``."""
+    """A plain count (ranks, heads, accelerators), an int of at least ``minimum`` (which may be 0)."""
     v = nonnegative_int(argument, value)
     if v < minimum:
         raise ScenarioInputError(f"{argument}={v} is refused: it must be at least {minimum}", argument=argument, value=v)
@@ -264,6 +271,64 @@ def fraction(argument: str, value: Any, *, low_open: bool = True, high: float = 
             f"{argument}={value!r} is refused: it must lie in {lo}, {high:g}]", argument=argument, value=value
         )
     return v
+
+
+def number(argument: str, value: Any, *, minimum: float | None = None, above: float | None = None) -> float:
+    """A plain finite number (not a bool), at least ``minimum`` / greater than ``above``."""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise ScenarioInputError(f"{argument}={value!r} must be a number", argument=argument, value=value)
+    v = float(value)
+    if not math.isfinite(v):
+        raise ScenarioInputError(f"{argument}={value!r} is refused: it must be a finite number",
+                                 argument=argument, value=value)
+    if minimum is not None and not v >= minimum:
+        raise ScenarioInputError(f"{argument}={value!r} is refused: it must be at least {minimum:g}",
+                                 argument=argument, value=value)
+    if above is not None and not v > above:
+        raise ScenarioInputError(f"{argument}={value!r} is refused: it must be greater than {above:g}",
+                                 argument=argument, value=value)
+    return v
+
+
+def items(argument: str, value: Any, what: str = "items") -> tuple[Any, ...]:
+    """A list or tuple (any iterable but a string, bytes or a mapping) as a tuple.
+
+    A scalar, a string or a mapping where a list is expected is refused, naming the argument."""
+    refused = ScenarioInputError(f"{argument}={value!r} must be a list of {what}", argument=argument, value=value)
+    if isinstance(value, (str, bytes, Mapping, pint.Quantity)) or not isinstance(value, Iterable):
+        raise refused
+    try:
+        return tuple(value)
+    except TypeError:  # iterable by type, not by value (a 0-d array)
+        raise refused from None
+
+
+def int_list(argument: str, value: Any, *, minimum: int = 0, unit: str | None = None) -> tuple[int, ...]:
+    """A list of ints, each at least ``minimum`` (with ``unit``, each may also be a count
+    Quantity of that unit, as :func:`count` reads it)."""
+    out = []
+    for i, v in enumerate(items(argument, value, "ints")):
+        label = f"{argument}[{i}]"
+        out.append(count(label, v, unit, minimum=minimum) if unit else positive_int(label, v, minimum=minimum))
+    return tuple(out)
+
+
+def mapping(argument: str, value: Any) -> dict[str, Any]:
+    """A mapping with string keys, as a dict (values are the caller's to check)."""
+    if not isinstance(value, Mapping):
+        raise ScenarioInputError(f"{argument}={value!r} must be a mapping (a dict of name: value)",
+                                 argument=argument, value=value)
+    for k in value:
+        if not isinstance(k, str):
+            raise ScenarioInputError(f"{argument} key {k!r} must be a string", argument=argument, value=value)
+    return dict(value)
+
+
+def text(argument: str, value: Any, what: str = "a name") -> str:
+    """A string input (a key, a name)."""
+    if not isinstance(value, str):
+        raise ScenarioInputError(f"{argument}={value!r} must be {what} (a str)", argument=argument, value=value)
+    return value
 
 
 # Storage width of one value by precision name (weights or cache elements).

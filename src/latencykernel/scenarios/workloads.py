@@ -293,14 +293,15 @@ class Workload:
             ) from None
 
     @classmethod
-    def catalog(cls, model: str, repos: Any = None) -> "Workload":
-        """The shared catalog's model ``model``, counted from its graph."""
+    def catalog(cls, model: str, repos: Any = None, *, setting: str = "model") -> "Workload":
+        """The shared catalog's model ``model``, counted from its graph; ``setting`` is the
+        input a missing model's error names."""
         from latencykernel.derive import counts  # lazy: the catalog layer
         from latencykernel.documents.graph import load_graph
         from latencykernel.repos import Repos
 
         repos = repos if repos is not None else Repos.default()
-        graph = load_graph(repos.graph_path(model))
+        graph = load_graph(repos.graph_path(model, setting=setting))
         total = float(counts.parameter_count(graph))
         active = float(counts.active_parameter_count(graph))
         layers = int(counts.layer_count(graph))
