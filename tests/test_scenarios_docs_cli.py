@@ -93,3 +93,26 @@ def test_explain_refusals_exit_2_with_the_reason() -> None:
         p = subprocess.run([sys.executable, "-m", "latencykernel", "explain", name], capture_output=True, text=True)
         assert p.returncode == 2, p.stderr
         assert expect in p.stderr
+
+
+def test_explain_passes_errors_inside_a_real_file_through(tmp_path: Path) -> None:
+    """Only a name that resolves to no file is re-worded as "neither a named scenario ...";
+    a bad key inside a real bundle and a bad --pool come through as themselves."""
+    from latencykernel.errors import DocumentError
+    from latencykernel.repos import Repos
+    from latencykernel.scenarios.errors import UnknownScenarioError
+
+    src = Repos.default().scenario_path("examples/llama-3.1-8b-instruct-h100-bf16-tp1.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(src.read_text().replace("      tp: 1\n", "      tp: one\n"))
+    r = CliRunner().invoke(_app(), ["explain", str(bad)])
+    assert isinstance(r.exception, DocumentError) and not isinstance(r.exception, UnknownScenarioError)
+    assert "pools[0].parallel.tp: expected an integer" in str(r.exception)
+    assert "neither a named scenario" not in str(r.exception)
+    r = CliRunner().invoke(_app(), ["explain", str(src), "--pool", "3"])
+    assert isinstance(r.exception, DocumentError) and "pool 3 was requested" in str(r.exception)
+    assert "neither a named scenario" not in str(r.exception)
+    r = CliRunner().invoke(_app(), ["explain", "Gpt2XlChatDecodeBatchesH10"])
+    assert isinstance(r.exception, UnknownScenarioError)
+    assert "neither a named scenario" in str(r.exception)
+    assert "(closest first): Gpt2XlChatDecodeBatchesH100," in str(r.exception)

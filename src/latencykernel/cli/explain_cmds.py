@@ -2,7 +2,8 @@
 
     latencykernel explain --list
     latencykernel explain Gpt2XlChatDecodeBatchesH100          # floor, and the calibrated kernel beside it
-    latencykernel explain llama3-8b-h100.yaml --context 8192    # a deployment: calibrated answer and its floor
+    latencykernel explain examples/llama-3.1-8b-instruct-h100-bf16-tp1.yaml --context 8192
+                                                                # a deployment: calibrated answer and its floor
 """
 
 from __future__ import annotations
@@ -73,18 +74,20 @@ def explain_cmd(
     # A deployment: the calibrated kernel's decode batches and the same deployment's floor.
     from latencykernel.errors import DocumentError
     from latencykernel.kernel import open_pool
+    from latencykernel.repos import _listing  # the package's one "did you mean" list
     from latencykernel.scenarios.bridge import decode_batch
 
+    repos = repos_from(scenarios_dir, catalog, registry)
     try:
-        kernel = open_pool(name, repos_from(scenarios_dir, catalog, registry), pool)
-    except DocumentError as e:
+        repos.scenario_path(name)
+    except DocumentError as e:  # only a name that is no file is re-worded; errors inside a file pass unchanged
         from latencykernel.scenarios.errors import UnknownScenarioError
 
-        close = [k for k in NAMED if k.lower()[:5] == name.lower()[:5]][:5]
-        hint = f" (named scenarios like it: {', '.join(close)})" if close else ""
         raise UnknownScenarioError(
-            f"{name!r} is neither a named scenario (latencykernel explain --list) nor a deployment scenario: {e}{hint}"
+            f"{name!r} is neither a named scenario nor a deployment scenario file. Named scenarios "
+            f"(closest first): {_listing(name, list(NAMED), limit=5)}. {e}"
         ) from None
+    kernel = open_pool(name, repos, pool)
     cal = decode_batch(kernel, context or 4096, _batches(batch) or [1, 8, 32, 64, 128])
     _show(ex.report(cal), ex.side_by_side(cal), "", as_json, floor=ex.report(cal.floor))
 

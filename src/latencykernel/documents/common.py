@@ -41,7 +41,6 @@ __all__ = [
     "fast_copy",
     "show",
     "fmt_loc",
-    "close_names",
 ]
 
 MEMORY = "<memory>"
@@ -271,15 +270,6 @@ def join_key(*parts: str) -> str:
             continue
         out = p if not out else (out + p if p.startswith("[") else f"{out}.{p}")
     return out
-
-
-def close_names(name: str, names: typing.Iterable[str], limit: int = 12) -> str:
-    """``names`` as a message lists them: close matches first, at most ``limit``."""
-    pool = sorted(set(names))
-    close = difflib.get_close_matches(name, pool, n=5, cutoff=0.5)
-    ordered = close + [n for n in pool if n not in close]
-    shown = ", ".join(ordered[:limit])
-    return shown + (f", ... ({len(ordered)} in all)" if len(ordered) > limit else "") if ordered else "(none)"
 
 
 def _unwrap(tp: Any) -> list[Any]:

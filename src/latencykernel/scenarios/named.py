@@ -65,10 +65,12 @@ def get(key: str) -> Any:
     try:
         _family, builder = NAMED[key]
     except KeyError:
-        close = [k for k in NAMED if k.lower().startswith(key.lower()[:6])][:5]
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        from latencykernel.repos import _listing  # the package's one "did you mean" list
+
         left = f" (mlsysim's {key} is left out: {LEFT_OUT[key][1]})" if key in LEFT_OUT else ""
-        raise UnknownScenarioError(f"no named scenario {key!r}{left}{hint}") from None
+        raise UnknownScenarioError(
+            f"no named scenario {key!r}{left}; named scenarios (closest first): {_listing(key, list(NAMED), limit=6)}"
+        ) from None
     scenario = builder()
     _BUILT[key] = scenario
     return scenario
