@@ -216,3 +216,30 @@ def test_variant_revalidates_and_drops_the_key() -> None:
     assert v.kv_per_sequence == 2 * BASE.kv_per_sequence
     with pytest.raises(ScenarioInputError):
         BASE.variant(context_tokens="lots")
+
+
+# ---------------------------------------------------------------------------- variants
+def test_a_variant_states_what_changed_and_keeps_no_stale_text() -> None:
+    named = Scenarios.Gpt2XlChatDecodeBatchesH100
+    v = named.variant(context_tokens=8192)
+    assert v.key is None and v.variant_of == "Gpt2XlChatDecodeBatchesH100"
+    assert v.title == "variant of Gpt2XlChatDecodeBatchesH100 (changed: context_tokens=8192)"
+    assert "1,024-token" not in v.title
+    assert v.description.startswith("Gpt2XlChatDecodeBatchesH100 with context_tokens=8192; as stated for ")
+    assert v.sources == named.sources  # neither figure names context_tokens
+    # a new workload drops the GPT-2 XL figures and lists the new workload's own source
+    m = v.variant(workload="Mixtral_8x7B")
+    assert m.title == "variant of Gpt2XlChatDecodeBatchesH100 (changed: workload=Mixtral-8x7B, context_tokens=8192)"
+    assert not any("GPT-2" in s for s in m.sources)
+    assert any(s.startswith("workload: ") and "Mixtral_8x7B" in s for s in m.sources)
+    assert any(s.startswith("hardware: ") for s in m.sources)
+    # changed back: the named scenario's text again (still no key)
+    back = m.variant(workload=named.workload, context_tokens=named.context_tokens)
+    assert (back.key, back.title, back.description, back.sources) == (None, named.title, named.description, named.sources)
+    # text the caller states is kept
+    own = named.variant(context_tokens=2048, name="mine", sources=("x",))
+    assert (own.title, own.sources) == ("mine", ("x",))
+    # the read-aware copy descends from the same named scenario
+    sparse = SparseKvDecodeBatchScenario.from_scenario(m)
+    assert sparse.variant(context_tokens=100).title == \
+        "variant of Gpt2XlChatDecodeBatchesH100 (changed: workload=Mixtral-8x7B, context_tokens=100)"

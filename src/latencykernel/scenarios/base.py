@@ -4,6 +4,7 @@ outputs declared with ``@output``, and a structured explanation of both."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple, TypeVar
 
@@ -55,6 +56,7 @@ class Scenario:
     name: str = ""
     description: str = ""
     sources: tuple[str, ...] = ()
+    variant_of: str | None = None  # the named scenario a variant descends from (set by ``variant``)
 
     family: ClassVar[str] = ""
     summary: ClassVar[str] = ""
@@ -88,10 +90,39 @@ class Scenario:
         object.__setattr__(self, name, value)
 
     def variant(self: S, **changes: Any) -> S:
-        """A copy with some inputs changed, validated like a new scenario; it keeps no
-        key (it is not the named scenario any more)."""
-        changes.setdefault("key", None)
-        return dataclasses.replace(self, **changes)
+        """A copy with some inputs changed, validated like a new scenario.
+
+        It keeps no key (it is not the named scenario any more) and no stale text: unless
+        the call states them, the title becomes "variant of KEY (changed: input=value, ...)",
+        listing every input that differs from the named scenario it descends from (or from
+        this one, if it has no key); the description is qualified as the original's; the
+        sources (figures) that name a changed input are dropped, and a changed workload's or
+        hardware's own source is listed instead. With no input changed, the original's text
+        is kept."""
+        origin = self.key or self.variant_of
+        new = dataclasses.replace(self, **{"key": None, "variant_of": origin, **changes})
+        reference: Scenario = self
+        if origin is not None and self.key is None:
+            from latencykernel.scenarios.named import get  # lazy: named imports the families
+
+            reference = get(origin)
+        before = reference.inputs()
+        changed = {n: v for n, v in new.inputs().items() if n in before and not _same(v, before[n])}
+        base = origin or self.name or type(self).__name__
+        text: dict[str, Any] = {"name": reference.name, "description": reference.description,
+                                "sources": reference.sources}
+        if changed:
+            label = ", ".join(f"{n}={_shown(v)}" for n, v in changed.items())
+            text["name"] = f"variant of {base} (changed: {label})"
+            text["description"] = (f"{base} with {label}; as stated for {base}'s own inputs: {reference.description}"
+                                   if reference.description else f"{base} with {label}.")
+            kept = tuple(s for s in reference.sources if not _names_any(s, changed))
+            added = tuple(f"{n}: {v.source}" for n, v in changed.items() if isinstance(getattr(v, "source", None), str))
+            text["sources"] = kept + added
+        for field in ("name", "description", "sources"):
+            if field not in changes:
+                object.__setattr__(new, field, text[field])
+        return new
 
     @classmethod
     def outputs(cls) -> tuple[Output[Any], ...]:
@@ -100,7 +131,7 @@ class Scenario:
 
     def inputs(self) -> dict[str, Any]:
         """The stated inputs (without key, name, description and sources)."""
-        skip = {"key", "name", "description", "sources"}
+        skip = {"key", "name", "description", "sources", "variant_of"}
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in skip}
 
     def evaluate(self) -> list[Evaluation]:
@@ -121,3 +152,30 @@ class Scenario:
     @property
     def title(self) -> str:
         return self.name or self.key or type(self).__name__
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two validated input values are equal (values that cannot be compared differ)."""
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - pint or numpy refusing the comparison means "changed"
+        return False
+
+
+def _shown(v: Any, limit: int = 40) -> str:
+    """An input value as a variant's title shows it."""
+    if isinstance(getattr(v, "name", None), str) and v.name:
+        text = v.name
+    elif hasattr(v, "units") and hasattr(v, "magnitude"):
+        text = f"{v:~P}"
+    elif isinstance(v, tuple):
+        text = repr(list(v))
+    else:
+        text = repr(v)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _names_any(source: str, inputs: dict[str, Any]) -> bool:
+    """Whether a source's label (the text before its first colon) names one of ``inputs``."""
+    label = source.split(":", 1)[0]
+    return any(re.search(rf"\b{re.escape(n)}\b", label) for n in inputs)

@@ -350,7 +350,8 @@ class SparseKvDecodeBatchScenario(KvDecodeBatchScenario):
     @classmethod
     def from_scenario(cls, scenario: KvDecodeBatchScenario) -> "SparseKvDecodeBatchScenario":
         """The read-aware variant of a ``KvDecodeBatchScenario``."""
-        return cls(**scenario.inputs(), name=scenario.name, description=scenario.description, sources=scenario.sources)
+        return cls(**scenario.inputs(), name=scenario.name, description=scenario.description, sources=scenario.sources,
+                   variant_of=scenario.key or scenario.variant_of)
 
     def _weights_read(self, b: int) -> float:
         experts = self.workload.experts
