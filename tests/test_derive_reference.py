@@ -75,13 +75,12 @@ def _deepseek_v4(ref: Graph) -> None:
     out of date; main lists it as gqa + sparse_mla in the compress_ratio form.  So the
     primary attention becomes ``sparse_mla`` with the layer's ``compress_ratio`` (4 or 128,
     as the kind ids say), and the ratio-4 (CSA) layers read the indexer's ``index_topk``
-    (1024) selections.  Our own choice beyond §11: the ratio-128 (HCA) layers have no
-    lightning indexer in DeepSeek-V4 (only ratio-4 layers own one; HCA layers read every
-    compressed entry), so their ``index_qk_proj`` and ``block_index_scores`` nodes are
-    dropped.  The remaining structure (dense qkv_proj/o_proj pricing of the low-rank
-    projections, mxfp4 experts, MTP reusing csa128_moe) is kept as the catalog has it."""
+    (1024) selections.  The remaining structure (dense qkv_proj/o_proj pricing of the
+    low-rank projections, mxfp4 experts, MTP reusing csa128_moe) is kept as the catalog has
+    it.  Our one deliberate difference beyond §11 is not applied here: see
+    :func:`_without_hca_indexer`."""
     for kind in ref["layer_kinds"]:
-        ratio = int(kind["id"].removeprefix("csa").removesuffix("_moe"))
+        ratio = _v4_ratio(kind)
         nodes = kind["nodes"]
         for i, n in enumerate(nodes):
             if n["op"] == "Attention" and not n.get("role"):
@@ -91,10 +90,29 @@ def _deepseek_v4(ref: Graph) -> None:
                     upgraded["index_topk"] = 1024
                 upgraded["compress_ratio"] = ratio
                 nodes[i] = upgraded
-        if ratio != 4:
-            kind["nodes"] = [n for n in nodes
-                             if n.get("role") not in ("index_qk_proj", "block_index_scores")]
-        kind["edges"] = [[i, i + 1] for i in range(len(kind["nodes"]) - 1)]
+
+
+def _v4_ratio(kind: dict[str, Any]) -> int:
+    return int(kind["id"].removeprefix("csa").removesuffix("_moe"))
+
+
+# Lightning-indexer nodes the catalog graph gives every compressed DeepSeek-V4 layer.
+_V4_INDEXER = ("index_qk_proj", "block_index_scores")
+
+
+def _without_hca_indexer(ref: Graph) -> None:
+    """Our own choice beyond §11 (docs/divergences.md): the ratio-128 (HCA) layers have no
+    lightning indexer in DeepSeek-V4 (only ratio-4 layers own one; HCA layers read every
+    compressed entry), so their indexer nodes are dropped and the chain re-linked."""
+    for kind in ref["layer_kinds"]:
+        if _v4_ratio(kind) != 4:
+            kind["nodes"] = [n for n in kind["nodes"] if n.get("role") not in _V4_INDEXER]
+            kind["edges"] = [[i, i + 1] for i in range(len(kind["nodes"]) - 1)]
+
+
+def _deepseek_v4_ours(ref: Graph) -> None:
+    _deepseek_v4(ref)
+    _without_hca_indexer(ref)
 
 
 # model -> upgrade applied to the saved copy (None: the saved copy is current)
@@ -104,7 +122,7 @@ CASES: dict[str, Callable[[Graph], None] | None] = {
     "glm-5": _glm5,
     "gpt-oss-120b": _gpt_oss,
     "minimax-m3": None,
-    "deepseek-v4-pro": _deepseek_v4,
+    "deepseek-v4-pro": _deepseek_v4_ours,
 }
 
 
@@ -138,6 +156,31 @@ def test_embedded_graph_matches_catalog_graph(shared_dir: Path, model: str) -> N
         ref = copy.deepcopy(ref)
         upgrade(ref)
     ours = yaml.safe_load((models_dir() / model / "graph.yaml").read_text())
+    _compare(ours, ref)
+
+
+def test_deepseek_v4_differs_from_the_catalog_only_by_the_hca_indexer(shared_dir: Path) -> None:
+    """The deliberate difference, stated: after §11, the catalog's ratio-128 (HCA) kinds hold
+    the two indexer nodes and ours do not; the ratio-4 (CSA) kinds hold them in both; with
+    those nodes dropped from the catalog's HCA kinds, nothing else differs."""
+    ref = yaml.safe_load((shared_dir / REFERENCE_MODELS / "deepseek-v4-pro" / "graph.yaml").read_text())
+    _deepseek_v4(ref)
+    ours = yaml.safe_load((models_dir() / "deepseek-v4-pro" / "graph.yaml").read_text())
+    theirs = {k["id"]: k for k in ref["layer_kinds"]}
+    hca = [k for k in ours["layer_kinds"] if _v4_ratio(k) == 128]
+    csa = [k for k in ours["layer_kinds"] if _v4_ratio(k) == 4]
+    assert hca and csa
+    for kind in hca:
+        their_roles = [n.get("role") for n in theirs[kind["id"]]["nodes"]]
+        our_roles = [n.get("role") for n in kind["nodes"]]
+        assert [r for r in their_roles if r in _V4_INDEXER] == list(_V4_INDEXER)
+        assert [r for r in their_roles if r not in _V4_INDEXER] == our_roles
+        assert len(kind["nodes"]) == len(their_roles) - 2
+    for kind in csa:
+        assert [n.get("role") for n in kind["nodes"]] == [n.get("role") for n in theirs[kind["id"]]["nodes"]]
+    with pytest.raises(AssertionError):
+        _compare(ours, ref)
+    _without_hca_indexer(ref)
     _compare(ours, ref)
 
 

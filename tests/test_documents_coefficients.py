@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -160,5 +161,5 @@ def test_rules_packs() -> None:
         lookup_rules("0.30.0")
     assert str(ei.value) == 'no engine rules for engine_version "0.30.0"; known versions are 0.29.0, 0.31.0'
     assert set(RULES) == {"0.29.0", "0.31.0"}
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         r.version = "x"  # type: ignore[misc]

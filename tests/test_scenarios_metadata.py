@@ -88,11 +88,10 @@ def _close(a: Any, b: Any) -> bool:
     return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-15)
 
 
-@pytest.mark.parametrize("key", NAMED)
-def test_declared_equations_compute_what_the_code_computes(key: str) -> None:
+def _check_equations(s: Scenario, key: str) -> int:
     """Each output's equation, evaluated with pint from the scenario's symbols, equals the
-    float code's value (units included): the equation shown is the one computed."""
-    s = Scenarios.get(key)
+    float code's value (units included); an output the code refuses, the equation refuses
+    too. Returns the number of values compared."""
     checked = 0
     for ev in s.evaluate():
         if ev.error is not None:
@@ -107,7 +106,36 @@ def test_declared_equations_compute_what_the_code_computes(key: str) -> None:
             values = ev.value.values() if isinstance(ev.value, dict) else [ev.value]
             assert all(str(v.units) == ev.output.unit for v in values), (key, ev.output.name)
         checked += 1
-    assert checked > 0
+    return checked
+
+
+@pytest.mark.parametrize("key", NAMED)
+def test_declared_equations_compute_what_the_code_computes(key: str) -> None:
+    """The equation shown is the one computed, for every named scenario."""
+    assert _check_equations(Scenarios.get(key), key) > 0
+
+
+# Neither class has a named instance: the read-aware floor over dense, MoE, sliding-window and
+# sparse-attention models, and the calibrated kernel's decode batches on a dense and an MoE model.
+SPARSE_CASES = [("Mixtral_8x7B", 4096), ("gpt-oss-120b", 32768), ("glm-5", 65536), ("deepseek-v4-pro", 100_000)]
+
+
+@pytest.mark.parametrize(("workload", "context"), SPARSE_CASES)
+def test_sparse_floor_equations_compute_what_the_code_computes(workload: str, context: int) -> None:
+    from latencykernel.scenarios import SparseKvDecodeBatchScenario
+
+    base = Scenarios.Gpt2XlChatDecodeBatchesH100.variant(workload=workload, context_tokens=context)
+    s = SparseKvDecodeBatchScenario.from_scenario(base)
+    assert _check_equations(s, f"{workload}@{context}") >= 30
+
+
+@pytest.mark.parametrize(("model", "chip"), [("llama-3.1-8b-instruct", "h100"), ("qwen3-30b-a3b", "h200")])
+def test_calibrated_decode_batch_equations_compute_what_the_code_computes(model: str, chip: str) -> None:
+    import latencykernel
+    from latencykernel.scenarios import decode_batch
+
+    d = decode_batch(latencykernel.build(model, chip), 4096, [1, 8, 64])
+    assert _check_equations(d, f"{model}/{chip}") >= 15
 
 
 def test_equation_check_catches_a_wrong_equation() -> None:
