@@ -1,8 +1,8 @@
 """A scenario explained as data: its metadata with its values, for the CLI and the docs.
 
 Nothing here prints. ``report(scenario)`` returns a ``Report`` (plain dataclasses, JSON
-ready via ``as_dict``); ``side_by_side(floor, calibrated)`` lines the bandwidth floor up with
-the calibrated kernel's answers.
+ready via ``as_dict``); ``side_by_side(calibrated)`` lines a ``CalibratedDecodeBatch`` up
+with its bandwidth floor (``calibrated.floor``), question by question.
 """
 
 from __future__ import annotations
@@ -121,7 +121,6 @@ class Comparison:
     tpot: tuple[tuple[str, int, int], ...]  # tpot, floor max batch, calibrated max batch
     memory: tuple[int, int]  # floor, calibrated max_batch_in_memory
     floor_sources: tuple[str, ...]
-    note: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

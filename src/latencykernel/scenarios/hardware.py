@@ -14,9 +14,12 @@ A precision key the device lacks is an ``UnknownPrecisionError`` that lists the 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pint
+
+if TYPE_CHECKING:
+    from latencykernel.documents.chip import Chip
 
 from latencykernel.scenarios.errors import UnknownPrecisionError, UnknownScenarioError
 from latencykernel.scenarios.units import Q_
@@ -106,34 +109,31 @@ class Hardware:
         return cls.from_chip(chip, catalog_name=chip_name)
 
     @classmethod
-    def from_chip(cls, chip: Any, catalog_name: str | None = None) -> "Hardware":
-        """Adapt a catalog ``Chip`` document.
+    def from_chip(cls, chip: "Chip", catalog_name: str | None = None) -> "Hardware":
+        """Adapt a validated catalog ``Chip`` document.
 
         Keys: ``bf16_dense`` and ``fp16_dense`` are ``TFlopsPeak`` (the datasheet's dense
         16-bit tensor rate, the same for FP16 and BF16 on these parts); ``fp8_dense`` is
-        ``TFlopsFP8``; ``nvfp4_dense`` is ``TFlopsNVFP4``; each only when stated.
+        ``TFlopsFP8`` and ``nvfp4_dense`` is ``TFlopsNVFP4``, each only when stated (0 or
+        absent: the part has no such peak). ``TFlopsPeak``, ``BwPeakTBs``, ``MemoryGiB`` and
+        ``IntraNodeBwGBps`` are required (positive) chip fields.
         """
-        peaks: list[tuple[str, pint.Quantity]] = []
-        tf = getattr(chip, "TFlopsPeak", None)
-        if tf:
-            peaks += [("bf16_dense", Q_(float(tf), "TFLOPs/s")), ("fp16_dense", Q_(float(tf), "TFLOPs/s"))]
-        fp8 = getattr(chip, "TFlopsFP8", None)
-        if fp8:
-            peaks.append(("fp8_dense", Q_(float(fp8), "TFLOPs/s")))
-        fp4 = getattr(chip, "TFlopsNVFP4", None)
-        if fp4:
-            peaks.append(("nvfp4_dense", Q_(float(fp4), "TFLOPs/s")))
-        link = getattr(chip, "IntraNodeBwGBps", None)
-        name = str(getattr(chip, "name", None) or catalog_name or "chip")
+        tf = Q_(float(chip.TFlopsPeak), "TFLOPs/s")
+        peaks: list[tuple[str, pint.Quantity]] = [("bf16_dense", tf), ("fp16_dense", tf)]
+        if chip.TFlopsFP8:
+            peaks.append(("fp8_dense", Q_(float(chip.TFlopsFP8), "TFLOPs/s")))
+        if chip.TFlopsNVFP4:
+            peaks.append(("nvfp4_dense", Q_(float(chip.TFlopsNVFP4), "TFLOPs/s")))
+        name = chip.name or catalog_name or "chip"
         return cls(
             name=name,
             memory_bandwidth=Q_(float(chip.BwPeakTBs), "TB/s"),
             memory_capacity=Q_(float(chip.MemoryGiB), "GiB"),
             peaks=tuple(peaks),
-            headline_peak=Q_(float(tf), "TFLOPs/s") if tf else None,
+            headline_peak=tf,
             source=f"shared catalog chip {catalog_name or name!r} (datasheet figures)",
             catalog_name=catalog_name,
-            link_bandwidth=Q_(float(link), "GB/s") if link else None,
+            link_bandwidth=Q_(float(chip.IntraNodeBwGBps), "GB/s"),
         )
 
     @classmethod

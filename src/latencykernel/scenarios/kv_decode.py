@@ -338,12 +338,8 @@ class SparseKvDecodeBatchScenario(KvDecodeBatchScenario):
         super()._validate()
         w = self.workload
         bpp = float(self.weight_bytes_per_param.to("B/param").magnitude)
-        if w.experts is not None:
-            dense, per_expert = w.experts.split(w.n_parameters, w.n_active_parameters)
-        else:
-            dense, per_expert = w.n_parameters, 0.0
-        self._set("_dense", dense * bpp)
-        self._set("_expert", per_expert * bpp)
+        self._set("_bpp", bpp)
+        self._set("_dense", w.weights_read_parameters(0) * bpp)  # no token routed: the dense part alone
         kv = w.require_kv()
         self._set("_m_read", kv.bytes_read(self.context_tokens, float(self.kv_bytes_per_value.to("B").magnitude)))
 
@@ -354,9 +350,7 @@ class SparseKvDecodeBatchScenario(KvDecodeBatchScenario):
                    variant_of=scenario.key or scenario.variant_of)
 
     def _weights_read(self, b: int) -> float:
-        experts = self.workload.experts
-        touched = experts.touched(b) if experts is not None else 0.0
-        return self._dense + touched * self._expert  # type: ignore[attr-defined,no-any-return]
+        return self.workload.weights_read_parameters(b) * self._bpp  # type: ignore[attr-defined,no-any-return]
 
     def _step_bytes(self, b: int) -> float:
         return self._weights_read(b) + b * self._m_read  # type: ignore[attr-defined,no-any-return]
