@@ -130,3 +130,16 @@ def test_host_overheads_per_request(kernel: lk.Kernel) -> None:
     assert a2 - a1 == pytest.approx(1000 * 0.35e-6, abs=2e-9)  # host_admission_per_token 0.35 µs
     assert kernel.output_token_overhead() == pytest.approx(45.9e-6, abs=1e-9)
     assert kernel.completion_overhead() == pytest.approx(777.3e-6, abs=1e-9)
+
+
+def test_sparse_mla_backend_and_page_layout_follow_vllm_per_part() -> None:
+    """GLM-5 (DeepSeek sparse attention, 78 layers of a 576-wide latent) with an fp8 cache:
+    on Hopper vLLM picks FlashMLA-sparse, which allocates the packed 656-byte fp8_ds_mla
+    cell; on Blackwell FlashInfer-sparse comes first and keeps the plain fp8 latent."""
+    hopper = lk.open("aisimulate/glm-5-h200-fp8-sglang-tp8.yaml")
+    assert hopper.kv_bytes_per_token() == 656 * 78
+    (o,) = [o for o in hopper.resolved().overrides if o.field == "cache_dtype"]
+    assert (o.requested, o.resolved) == ("fp8", "fp8_ds_mla")
+    blackwell = lk.open("examples/glm-5-b300-fp8-tp8.yaml")
+    assert blackwell.kv_bytes_per_token() == 576 * 78
+    assert not [o for o in blackwell.resolved().overrides if o.field == "cache_dtype"]

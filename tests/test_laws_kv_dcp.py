@@ -177,14 +177,13 @@ def test_kv_bytes_zero_for_empty_geometry(bad) -> None:
         ("nvfp4", "nvfp4", 0.5625),  # 0.5 + an fp8 scale per 16 elements
         ("nvfp4_4over6", "bf16", 0.5625),
         ("nvfp4_ds_mla", "nvfp4", 0.5),
-        ("float32", "bf16", 4),
     ],
 )
 def test_cache_dtype_bytes(declared, served, expected) -> None:
     assert cache_dtype_bytes(declared, served) == expected
 
 
-@pytest.mark.parametrize("declared", ["int8", "turboquant_k8v4", "fp8_per_token_head", "e4m3"])
+@pytest.mark.parametrize("declared", ["int8", "turboquant_k8v4", "fp8_per_token_head", "e4m3", "float32"])
 def test_cache_dtype_bytes_refuses_unknown(declared) -> None:
     with pytest.raises(RefusedError):
         cache_dtype_bytes(declared, "bf16")

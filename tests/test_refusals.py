@@ -73,6 +73,19 @@ def add_like(name: str, like: str) -> Edit:
     return f
 
 
+def not_charged(name: str) -> Edit:
+    """Set every entry called ``name`` to 0 with method not_charged (which the registry format
+    allows) — a value no law can divide by."""
+    def f(i: lk.Inputs) -> None:
+        for s in i.coefficients:
+            for item in s.coefficients:
+                if name in item:
+                    e = item[name]
+                    e.value, e.method, e.fitted, e.ci95 = 0.0, "not_charged", False, None
+                    e.rationale = e.rationale or "test"
+    return f
+
+
 def both(*edits: Edit) -> Edit:
     def f(i: lk.Inputs) -> None:
         for e in edits:
@@ -103,6 +116,10 @@ CASES = [
     ("interleave-multiconnector", GUIDE,
      both(parallel(dcp=2), connector("MultiConnector"), engine(cp_kv_cache_interleave_size=1)),
      both(parallel(dcp=2), connector("MultiConnector")), "engine.cp_kv_cache_interleave_size", ["MultiConnector"]),
+    ("interleave-misfit-nixl", GUIDE,
+     both(parallel(dcp=2), connector("NixlConnector"), engine(cp_kv_cache_interleave_size=8)),
+     both(parallel(dcp=2), connector("NixlConnector"), engine(cp_kv_cache_interleave_size=32)),
+     "engine.cp_kv_cache_interleave_size", ["32", "16"]),
     ("dsa-block", GLM, engine(block_size=64), engine(block_size=16), "engine.block_size", ["16", "64"]),
     ("dsa-pre-hopper", GLM, chip("h200"), chip("a100-sxm"), "cluster.hardware", ["a100-sxm"]),
     ("cache-not-vllm", GUIDE, engine(cache_dtype="fp8"), engine(cache_dtype="fp6"), "engine.cache_dtype", ["fp6"]),
@@ -136,6 +153,10 @@ CASES = [
      add_like("gemm_n_half_fp8", "gemm_m_half_fp8"), "coefficients", ["gemm_k_half_fp8"]),
     ("missing-collective-width", GUIDE, drop("collective_floor_all_reduce_fp16_4rank_h200"),
      drop("collective_floor_all_reduce_fp16_8rank_h200"), "coefficients", ["all_reduce", "8"]),
+    ("zero-gemm-efficiency", GUIDE, not_charged("gemm_eps_max_bf16"), not_charged("gemm_eps_max_fp8"),
+     "coefficients", ["gemm_eps_max_fp8", "0"]),
+    ("zero-collective-peak", GUIDE, not_charged("collective_peak_rate_all_reduce_fp16_4rank_h200"),
+     not_charged("collective_peak_rate_all_reduce_fp16_8rank_h200"), "coefficients", ["peak_rate", "8rank"]),
     ("missing-memory-magnitude", GUIDE, drop("cudagraph_capture_bytes_full"),
      drop("cudagraph_capture_bytes_piecewise"), "coefficients", ["cudagraph_capture_bytes_piecewise"]),
 ]

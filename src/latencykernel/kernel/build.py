@@ -81,6 +81,18 @@ def _check_cache_dtypes(engine: Any, kv_kind: str) -> None:
                       f"{', '.join(x for x in MAMBA_CACHE_DTYPES if x)}", "engine.mamba_cache_dtype", m)
 
 
+def _usable(name: str, value: float, *, positive: bool) -> float:
+    """A coefficient value the laws can use: finite, not negative, and (where a law divides
+    by it) positive. A registry entry may be 0 when ``not_charged``; a rate or an efficiency
+    of 0 would price every step at infinity, so it is refused here."""
+    bad = value != value or value in (float("inf"), float("-inf")) or value < 0 or (positive and value <= 0)
+    if bad:
+        need = "positive" if positive else "zero or more"
+        raise _refuse(f"coefficient {name} resolved to {value}, which cannot price anything (it must be {need}); "
+                      f"correct it in the coefficient set that provides it", "coefficients", name)
+    return value
+
+
 def _group_width(coeffs: Coefficients, op: Op, chip_key: str, width: int) -> int:
     measured = coeffs.measured_widths(OP_STEM[op], chip_key)
     if not measured:
@@ -107,9 +119,11 @@ def _collective(coeffs: Coefficients, layout: Layout, op: Op, group: Group, chip
     w = _group_width(coeffs, op, chip_key, layout.group_size(group))
     stem = f"{OP_STEM[op]}_fp16_{w}rank_{chip_key}"
     need = f"a {layout.group_size(group)}-rank {OP_STEM[op]}"
-    floor = coeffs.require(f"collective_floor_{stem}", need)
-    peak = coeffs.require(f"collective_peak_rate_{stem}", need)
-    trans = coeffs.require(f"collective_transition_rate_{stem}", need)
+    floor = _usable(f"collective_floor_{stem}", coeffs.require(f"collective_floor_{stem}", need), positive=False)
+    peak = _usable(f"collective_peak_rate_{stem}", coeffs.require(f"collective_peak_rate_{stem}", need),
+                   positive=True)
+    trans = _usable(f"collective_transition_rate_{stem}", coeffs.require(f"collective_transition_rate_{stem}", need),
+                    positive=False)
     crosses = layout.crosses_nodes(group)
     return CollectiveCost(floor * US, peak * 1e6, trans * 1e6, crosses,
                           layout.span_for(op, group, ratio) if crosses else 1.0)
@@ -173,8 +187,10 @@ def new(inputs: Any) -> "Kernel":
     if hbm <= 0:
         raise _refuse(f"HBM bandwidth of {chip.name} resolved to {hbm}, which cannot price anything",
                       "hbm_derate", hbm_derate)
-    eps_max = coeffs.require(f"gemm_eps_max_{suffix}", f"{suffix} GEMMs")
-    m_half = coeffs.require(f"gemm_m_half_{suffix}", f"{suffix} GEMMs")
+    eps_max = _usable(f"gemm_eps_max_{suffix}", coeffs.require(f"gemm_eps_max_{suffix}", f"{suffix} GEMMs"),
+                      positive=True)
+    m_half = _usable(f"gemm_m_half_{suffix}", coeffs.require(f"gemm_m_half_{suffix}", f"{suffix} GEMMs"),
+                     positive=False)
     n_half, k_half = coeffs.get(f"gemm_n_half_{suffix}"), coeffs.get(f"gemm_k_half_{suffix}")
     if (n_half is None) != (k_half is None):
         missing = f"gemm_n_half_{suffix}" if n_half is None else f"gemm_k_half_{suffix}"
@@ -265,7 +281,10 @@ def new(inputs: Any) -> "Kernel":
         stated = eng.cp_kv_cache_interleave_size
         if stated is not None:
             misfit = stated > block or block % stated != 0
-            if misfit and (multi or not nixl):
+            # Under a NixlConnector alone vLLM tolerates a misfit only where the block size may
+            # still change (a stated size on a hybrid model); a final or assumed block is refused.
+            block_assumed = eng.block_size is None and not is_dsa
+            if misfit and (multi or not nixl or block_final or block_assumed):
                 raise _refuse(f"engine.cp_kv_cache_interleave_size {stated} must divide engine.block_size {block} "
                               f"and not exceed it; use a divisor of {block}", "engine.cp_kv_cache_interleave_size",
                               stated)
@@ -277,7 +296,6 @@ def new(inputs: Any) -> "Kernel":
             interleave = block
             overrides.append(Override("cp_kv_cache_interleave_size", "1", str(block),
                                       "NixlConnector transfers whole blocks, so vLLM interleaves by block"))
-    _ = block_final
 
     # Sparse-MLA backend and the cache layout it allocates.
     layout_dtype = eng.cache_dtype or ""
@@ -344,20 +362,20 @@ def new(inputs: Any) -> "Kernel":
     chunk = int(math.ceil(chunk / align) * align)
 
     # Coefficients lifted into plain numbers.
-    def optional(name: str, why: str) -> float:
+    def optional(name: str, reason: str) -> float:
         v = coeffs.get(name)
         if v is None:
-            assumptions.add(name, "absent", f"priced {why} at zero")
+            assumptions.add(name, "absent", reason)
             return 0.0
-        return v
+        return _usable(name, v, positive=False)
 
     has_attention = any(lp.primary is not None or lp.attentions for lp in plan.layers)
     attn_floor = attn_rate = prefill_floor = prefill_scale = 0.0
     by_kind: dict[str, tuple[float, float]] = {}
     if has_attention:
-        attn_floor = optional("attention_decode_floor", "the decode attention launch floor") * US
-        attn_rate = optional("attention_decode_rate", "decode attention reads (raw KV bytes go to HBM instead)") * 1e6
-        prefill_floor = optional("attention_prefill_floor", "the prefill attention floor") * US
+        attn_floor = optional("attention_decode_floor", "decode attention priced without a launch floor") * US
+        attn_rate = optional("attention_decode_rate", "decode attention reads priced as raw KV bytes over HBM bandwidth") * 1e6
+        prefill_floor = optional("attention_prefill_floor", "prefill attention priced without a launch floor") * US
         prefill_scale = coeffs.get("attention_prefill_work_scale") or 0.0
         if "attention_prefill_work_scale" not in coeffs:
             assumptions.add("attention_prefill_work_scale", "absent",
@@ -387,12 +405,12 @@ def new(inputs: Any) -> "Kernel":
             assumptions.add("moe_routing_imbalance_median", "absent", "priced routed experts as balanced")
         elif v > 0:
             imbalance = v
-    host_kernel = optional("host_launch_per_kernel", "per-kernel dispatch") * US
-    host_replay = optional("host_replay_graph_per_step", "CUDA-graph replay") * US
-    host_eager = optional("host_launch_eager_per_layer", "eager launches") * US
+    host_kernel = optional("host_launch_per_kernel", "per-kernel dispatch priced at zero") * US
+    host_replay = optional("host_replay_graph_per_step", "CUDA-graph replay priced at zero") * US
+    host_eager = optional("host_launch_eager_per_layer", "eager launches priced at zero") * US
     for name in ("host_admission_per_request", "host_admission_per_token", "host_output_token", "host_completion"):
-        optional(name, "that per-request host overhead")
-    host_link = optional("host_link_bandwidth", "no host-link ceiling on offload transfers: left")
+        optional(name, "that per-request host overhead priced at zero")
+    host_link = optional("host_link_bandwidth", "offload transfers priced without a host-link ceiling")
 
     # Collectives.
     chip_key = chip.name.replace("-", "_")

@@ -23,13 +23,11 @@ DTYPE_BYTES: dict[str, float] = {
 # Activations, collectives and norms move bf16 whatever the weights are stored in.
 ACTIVATION_BYTES = 2
 
-_FP8_QUANT = {"fp8", "ptpc_fp8", "fbgemm_fp8", "modelopt", "fp8_per_block", "fp8_per_channel", "fp8_per_tensor"}
-_FP4_QUANT = {"modelopt_fp4", "nvfp4", "nvfp4_per_token"}
-_KEEP_CHECKPOINT = {
-    "bitsandbytes", "awq", "awq_marlin", "gptq", "gptq_marlin", "compressed-tensors", "auto_awq",
-    "auto_gptq", "moe_wna16", "gpt_oss_mxfp4", "deepseek_v4_fp8", "experts_int8", "inc", "quark",
-    "torchao",
-}
+# The methods whose served width is known (blis-kernel-spec §8.4); any other is refused
+# rather than priced at a guessed width (e.g. experts_int8 would halve the expert reads).
+_FP8_QUANT = {"fp8", "ptpc_fp8", "fbgemm_fp8", "modelopt"}
+_FP4_QUANT = {"modelopt_fp4", "nvfp4"}
+_KEEP_CHECKPOINT = {"bitsandbytes", "awq", "awq_marlin", "gptq", "gptq_marlin", "compressed-tensors"}
 
 
 def served_weight_dtype(checkpoint: str, quantization: str | None) -> str:
@@ -80,7 +78,7 @@ def dtype_fit(dtype: str, bf16_tflops: float, fp8_tflops: float, nvfp4_tflops: f
 
 PRICED_CACHE_DTYPES = (
     "", "auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla",
-    "nvfp4_ds_mla", "nvfp4", "nvfp4_4over6", "float32",
+    "nvfp4_ds_mla", "nvfp4", "nvfp4_4over6",
 )
 UNPRICED_CACHE_DTYPES = (
     "turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc",
@@ -94,7 +92,7 @@ def cache_dtype_bytes(declared: str | None, fallback_dtype: str) -> float:
 
     ""/auto follows the compute dtype (bf16 for weights narrower than 2 bytes, not their
     storage width); fp8 family 1; bfloat16/float16 2; nvfp4 0.5 + 1/16 (an fp8 scale per
-    16 elements); nvfp4_ds_mla 0.5 (its 352-byte cell is applied separately); float32 4.
+    16 elements); nvfp4_ds_mla 0.5 (its 352-byte cell is applied separately).
     """
     d = declared or ""
     if d in ("", "auto"):
@@ -108,8 +106,6 @@ def cache_dtype_bytes(declared: str | None, fallback_dtype: str) -> float:
         return 0.5 + 1 / 16
     if d == "nvfp4_ds_mla":
         return 0.5
-    if d == "float32":
-        return 4
     raise RefusedError(
         f"engine.cache_dtype {declared!r} is not a KV cache dtype vLLM v0.31.0 accepts; use one of "
         f"{', '.join(x for x in PRICED_CACHE_DTYPES if x)}",

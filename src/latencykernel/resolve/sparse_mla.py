@@ -30,8 +30,8 @@ def sparse_mla_backend(
     dtype under this parallelism; refuses when none does.
 
     Hopper: FLASH_ATTN_MLA_SPARSE, FLASHMLA_SPARSE, FLASHINFER_MLA_SPARSE_SM90.
-    SM100:  FLASHINFER_MLA_SPARSE then FLASHMLA_SPARSE — FlashMLA first when the cache is
-            quantized or a rank holds at most 16 heads.
+    SM100:  FLASHINFER_MLA_SPARSE then FLASHMLA_SPARSE when the cache is quantized or a rank
+            holds at most 16 heads; FLASHMLA_SPARSE first otherwise.
     FlashMLA-sparse allocates the packed fp8_ds_mla page (656 B per token per layer) for
     any quantized cache other than nvfp4_ds_mla.
     """
@@ -73,9 +73,9 @@ def sparse_mla_backend(
 
     if sm100:
         if _quantized(c) or heads_per_rank <= 16:
-            order = [("FLASHMLA_SPARSE", flashmla_sparse), ("FLASHINFER_MLA_SPARSE", flashinfer_sm100)]
-        else:
             order = [("FLASHINFER_MLA_SPARSE", flashinfer_sm100), ("FLASHMLA_SPARSE", flashmla_sparse)]
+        else:
+            order = [("FLASHMLA_SPARSE", flashmla_sparse), ("FLASHINFER_MLA_SPARSE", flashinfer_sm100)]
     else:
         order = [("FLASH_ATTN_MLA_SPARSE", fa_sparse), ("FLASHMLA_SPARSE", flashmla_sparse),
                  ("FLASHINFER_MLA_SPARSE_SM90", flashinfer_sm90)]
