@@ -3,8 +3,8 @@
 An output is a property (no argument) or a method (arguments). Its record, a
 ``Formula``, is readable at run time from the class or the instance::
 
-    KvDecodeBatchScenario.step_time.equation      # "(weights + batch_size * kv_per_sequence) / bandwidth"
-    KvDecodeBatchScenario.step_time.excludes      # ("decode compute", ...)
+    KvDecodeBatchScenario.step_time.equation      # "step_bytes(batch_size) / bandwidth"
+    KvDecodeBatchScenario.step_time.excludes      # ("decode compute (linear layers and attention FLOPs)", ...)
 
 The equation is an expression over the scenario's symbols (its inputs as quantities, its
 other outputs, ``workload`` and ``hardware``) that ``evaluate_equation`` computes with pint,

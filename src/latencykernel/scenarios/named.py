@@ -1,7 +1,7 @@
 """The named scenarios: ``Scenarios.Gpt2XlChatDecodeBatchesH100`` and friends.
 
-Each family module registers builders with ``@register(key, type_name)``; a scenario is
-built on first access and kept (scenarios are immutable). ``LEFT_OUT`` lists the serving
+Each family module registers builders with ``@register(key)`` (the module is the family);
+a scenario is built on first access and kept (scenarios are immutable). ``LEFT_OUT`` lists the serving
 and LLM-inference scenarios of mlsysim's golden file we do not provide, with the reason;
 the docs index is generated from both.
 """
