@@ -21,6 +21,16 @@ def guide_batch(n: int = 32) -> Batch:
     return Batch([ReqShape(scheduled=1, computed=4095, prompt_len=4096) for _ in range(n)], decode_threshold=8)
 
 
+def test_the_go_kernels_worked_decode_step_as_printed(kernel: lk.Kernel) -> None:
+    """blis-kernel-spec §17: "Overlap 24.1 ms, NoOverlap 25.6 ms, bottleneck hbm; sm 4.5 ms,
+    hbm 16.5 ms, nvlink 1.1 ms, host 3.5 ms" (the guide's newer run prints 25.7 and 1.2)."""
+    e = kernel.step_time(guide_batch())
+    per = e.per_resource
+    printed = [f"{x / MS:.1f}" for x in (e.overlap, e.no_overlap, per[Resource.SM], per[Resource.HBM],
+                                         per[Resource.NVLINK], per[Resource.HOST])]
+    assert printed == ["24.1", "25.6", "4.5", "16.5", "1.1", "3.5"]
+
+
 def test_guide_example_prints_its_figures(kernel: lk.Kernel) -> None:
     e = kernel.step_time(guide_batch())
     line = f"between {e.overlap / MS:.1f} and {e.no_overlap / MS:.1f} ms, bottleneck {e.bottleneck}"
@@ -51,16 +61,14 @@ ANATOMY = {
 
 
 @pytest.mark.parametrize("n", sorted(ANATOMY))
-def test_step_anatomy_cells_within_five_percent(kernel: lk.Kernel, n: int) -> None:
-    hbm, sm, nvlink, host, overlap, no_overlap = ANATOMY[n]
+def test_step_anatomy_cells_within_the_figures_precision(kernel: lk.Kernel, n: int) -> None:
+    """Each cell within 5% (the issue's bar) and within the ±0.03 ms the figure was read at."""
     e = kernel.step_time(Batch.decode(n, 4096, decode_threshold=8))
-    got = e.per_resource
-    assert got[Resource.HBM] == pytest.approx(hbm * MS, rel=0.05)
-    assert got[Resource.SM] == pytest.approx(sm * MS, rel=0.05)
-    assert got[Resource.NVLINK] == pytest.approx(nvlink * MS, rel=0.05)
-    assert got[Resource.HOST] == pytest.approx(host * MS, rel=0.05)
-    assert e.overlap == pytest.approx(overlap * MS, rel=0.05)
-    assert e.no_overlap == pytest.approx(no_overlap * MS, rel=0.05)
+    got = (e.per_resource[Resource.HBM], e.per_resource[Resource.SM], e.per_resource[Resource.NVLINK],
+           e.per_resource[Resource.HOST], e.overlap, e.no_overlap)
+    for value, cell in zip(got, ANATOMY[n]):
+        assert value == pytest.approx(cell * MS, rel=0.05)
+        assert value == pytest.approx(cell * MS, abs=0.035 * MS)
 
 
 def test_anatomy_bottleneck_is_host_then_hbm(kernel: lk.Kernel) -> None:
@@ -79,8 +87,8 @@ def test_batching_divides_time_per_request(kernel: lk.Kernel) -> None:
 def test_step_time_into_fills_and_clears_the_callers_dict(kernel: lk.Kernel) -> None:
     per: dict[Resource, float] = {Resource.NIC: 99.0}
     e = kernel.step_time_into(guide_batch(), per)
-    assert per is not e.per_resource or per == e.per_resource
-    assert Resource.NIC not in per
+    assert e.per_resource is per  # the caller's dict, reused
+    assert Resource.NIC not in per  # cleared first
     assert per == kernel.step_time(guide_batch()).per_resource
 
 
