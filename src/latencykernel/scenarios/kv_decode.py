@@ -1,7 +1,7 @@
-"""Batched decode on one accelerator, as a memory-bandwidth floor (mlsysim's contract).
+"""Decode batches on a single device, as a memory-bandwidth floor (mlsysim's contract).
 
-``KvDecodeBatchScenario``: every step reads the weights once and every sequence's full
-cache; the step takes at least (W + B·m) / BW. ``SparseKvDecodeBatchScenario``: the same
+``KvDecodeBatchScenario``: each step streams the weights a single time plus every
+sequence's full cache; no step is shorter than (W + B·m) / BW. ``SparseKvDecodeBatchScenario``: the same
 floor from what a step actually reads: the routed experts its batch touches (MoE), and the
 tokens sliding-window and sparse attention layers attend to.
 """
@@ -54,7 +54,7 @@ _NO_OVERHEAD = "collectives, kernel launches and host overhead"
 
 @dataclass(frozen=True, kw_only=True)
 class KvDecodeBatchScenario(Scenario):
-    """Batched decode on one accelerator when every sequence also reads its own KV cache."""
+    """A decode batch on a single device, each sequence streaming its own KV cache besides the shared weights."""
 
     workload: Workload
     hardware: Hardware
@@ -69,8 +69,8 @@ class KvDecodeBatchScenario(Scenario):
     family: ClassVar[str] = "kv_decode"
     mlsysim_type: ClassVar[str | None] = "KvDecodeBatchScenario"
     summary: ClassVar[str] = (
-        "Batched decode on one accelerator when every sequence also reads its own KV cache: "
-        "a memory-bandwidth floor on the step time."
+        "A decode batch on a single device where each sequence streams its own KV cache besides the shared "
+        "weights: the step can be no faster than the time to move those bytes at peak bandwidth."
     )
     equation: ClassVar[str] = (
         "Each step reads W + B·m bytes (weights once, a full cache per sequence): "
@@ -183,7 +183,7 @@ class KvDecodeBatchScenario(Scenario):
         excludes=("quantization scales and zero points",),
     )
     def weights(self) -> pint.Quantity:
-        """Resident model weights in decimal GB at the selected bytes per parameter."""
+        """Bytes the weights occupy (decimal GB): the workload's parameters times the chosen width per parameter."""
         return quantity(self._W, "B", "GB")  # type: ignore[attr-defined]
 
     @output(
@@ -195,7 +195,7 @@ class KvDecodeBatchScenario(Scenario):
         excludes=("paging: a cache allocated in whole blocks holds up to a block more",),
     )
     def kv_per_token(self) -> pint.Quantity:
-        """Single-request KV-cache bytes per context token from the workload's cache geometry."""
+        """Cache bytes one token of context costs one sequence, from the model's KV layout."""
         return quantity(self._kv_token, "B")  # type: ignore[attr-defined]
 
     @output(
@@ -204,17 +204,17 @@ class KvDecodeBatchScenario(Scenario):
         assumptions=(_FULL_CACHE,),
     )
     def kv_per_sequence(self) -> pint.Quantity:
-        """Single-request cache in decimal MB at the fixed full context length."""
+        """One sequence's whole cache (decimal MB) with its context filled to context_tokens."""
         return quantity(self._m, "B", "MB")  # type: ignore[attr-defined]
 
     @output(equation="hardware.memory_bandwidth", unit=None, returns="quantity", assumptions=(_PEAK_BW,))
     def bandwidth(self) -> pint.Quantity:
-        """Registered device memory bandwidth, without a sustained-efficiency adjustment (in the unit the hardware states)."""
+        """The device's stated peak memory bandwidth, not derated to a sustained figure (in the hardware's own unit)."""
         return self.hardware.memory_bandwidth
 
     @output(equation="bandwidth / kv_per_sequence", unit="1/s", assumptions=(_FULL_CACHE, _PEAK_BW))
     def rate_ceiling(self) -> pint.Quantity:
-        """Aggregate tokens per second approached when cache traffic dominates the memory step."""
+        """The batch-wide token rate the floor tends to as the batch grows and cache reads outweigh the weights."""
         return quantity(self._bw / self._m, "1/s")  # type: ignore[attr-defined]
 
     @output(
@@ -224,18 +224,18 @@ class KvDecodeBatchScenario(Scenario):
         excludes=("activations, workspaces, CUDA graphs and the runtime's reserve",),
     )
     def max_batch_in_memory(self) -> int:
-        """Integer weight-plus-cache capacity ceiling; negative values indicate weights already exceed capacity."""
+        """Most full-context sequences whose caches fit beside the weights in device memory (below zero: the weights alone do not fit)."""
         return math.floor((self._cap - self._W) / self._m)  # type: ignore[attr-defined]
 
     @output(equation="hardware.peak(peak_precision)", unit=None, returns="quantity",
             assumptions=("the registered peak, with no efficiency adjustment",))
     def peak_rate(self) -> pint.Quantity:
-        """Registered FLOP/s at the requested precision key, with no efficiency adjustment."""
+        """The device's stated FLOP/s for peak_precision, taken at face value."""
         return self.hardware.peak(self.peak_precision)
 
     @output(equation="peak_rate / bandwidth", unit="flop/B")
     def ridge(self) -> pint.Quantity:
-        """Peak compute divided by memory bandwidth in FLOP/byte."""
+        """Arithmetic intensity (FLOP/B) at which the peak rate and the bandwidth balance."""
         return quantity(self._peak() / self._bw, "flop/B")  # type: ignore[attr-defined]
 
     @output(
@@ -245,7 +245,7 @@ class KvDecodeBatchScenario(Scenario):
         excludes=("attention over the prompt (the quadratic term)",),
     )
     def prefill_ops(self) -> pint.Quantity:
-        """Prompt FLOPs from the workload's per-token forward count, without context-dependent attention work."""
+        """Linear-layer FLOPs to prefill the prompt: the per-token forward cost times prompt_tokens (no attention term)."""
         return quantity(2.0 * self.workload.n_active_parameters * self.prompt_tokens, "flop")
 
     @output(
@@ -255,7 +255,7 @@ class KvDecodeBatchScenario(Scenario):
         excludes=("weight and cache traffic", _NO_OVERHEAD),
     )
     def prefill_time(self) -> pint.Quantity:
-        """Compute-only prompt milliseconds at the declared fraction of registered peak FLOP/s."""
+        """Prefill time (ms) if the prompt ran at prefill_efficiency of the peak rate and nothing else cost time."""
         ops = 2.0 * self.workload.n_active_parameters * self.prompt_tokens
         return quantity(ops / (self._peak() * self.prefill_efficiency), "s", "ms")
 
@@ -263,7 +263,7 @@ class KvDecodeBatchScenario(Scenario):
     @output(equation="weights + batch_size * kv_per_sequence", unit="GB", samples=_batch_samples,
             assumptions=(_FULL_CACHE, "weights read once per step"))
     def step_bytes(self, batch_size: int) -> pint.Quantity:
-        """Decimal GB read per decode step: weights once plus a full cache per active sequence."""
+        """Bytes one decode step moves (decimal GB): the weights a single time, then each sequence's full cache."""
         return quantity(self._step_bytes(self._b(batch_size)), "B", "GB")
 
     @output(
@@ -274,19 +274,19 @@ class KvDecodeBatchScenario(Scenario):
         excludes=(_NO_COMPUTE, _NO_OVERHEAD),
     )
     def step_time(self, batch_size: int) -> pint.Quantity:
-        """Memory-transfer floor in milliseconds; compute and launch costs are excluded."""
+        """Time (ms) to move step_bytes at peak bandwidth; arithmetic and launch overheads are not counted."""
         return quantity(self._step_bytes(self._b(batch_size)) / self._bw, "s", "ms")  # type: ignore[attr-defined]
 
     @output(equation="batch_size / step_time(batch_size)", unit="1/s", samples=_batch_samples,
-            assumptions=("one output token per sequence per step",))
+            assumptions=("each sequence emits one token per step",))
     def token_rate(self, batch_size: int) -> pint.Quantity:
-        """Aggregate tokens per second from one output token per sequence per modeled memory step."""
+        """Batch-wide tokens per second, each sequence emitting one token per floor-length step."""
         b = self._b(batch_size)
         return quantity(b * self._bw / self._step_bytes(b), "1/s")  # type: ignore[attr-defined]
 
     @output(equation="batch_size * kv_per_sequence / step_bytes(batch_size)", returns="float", samples=_batch_samples)
     def cache_share(self, batch_size: int) -> float:
-        """Fraction of modeled step bytes attributable to KV reads rather than weights."""
+        """Share of a step's bytes that are cache reads, the rest being weights."""
         b = self._b(batch_size)
         return b * self._m / self._step_bytes(b)  # type: ignore[attr-defined,no-any-return]
 
@@ -298,7 +298,7 @@ class KvDecodeBatchScenario(Scenario):
         excludes=("the memory ceiling (compare max_batch_in_memory)", _NO_COMPUTE, _NO_OVERHEAD),
     )
     def max_batch_within(self, tpot: Any) -> int:
-        """Integer batch ceiling from the TPOT memory budget; negative values indicate no feasible positive batch."""
+        """Largest batch whose floor step fits within a per-token latency budget (below zero: not even one sequence fits)."""
         return math.floor((self._tpot_s(tpot) * self._bw - self._W) / self._m)  # type: ignore[attr-defined]
 
 
@@ -366,7 +366,7 @@ class SparseKvDecodeBatchScenario(KvDecodeBatchScenario):
 
     @output(equation="bandwidth / kv_read_per_sequence", unit="1/s", assumptions=(_PEAK_BW,))
     def rate_ceiling(self) -> pint.Quantity:
-        """Aggregate tokens per second approached when cache reads dominate the memory step."""
+        """The batch-wide token rate the floor tends to as the batch grows and attended-cache reads outweigh the weights."""
         return quantity(self._bw / self._m_read, "1/s")  # type: ignore[attr-defined]
 
     @output(
@@ -382,13 +382,13 @@ class SparseKvDecodeBatchScenario(KvDecodeBatchScenario):
     @output(equation="weights_read(batch_size) + batch_size * kv_read_per_sequence", unit="GB", samples=_batch_samples,
             assumptions=("only touched experts and attended tokens are read",))
     def step_bytes(self, batch_size: int) -> pint.Quantity:
-        """Decimal GB read per decode step: dense weights, the experts the batch touches, and each sequence's attended cache."""
+        """Bytes one decode step moves (decimal GB): dense weights, the experts the batch touches, and each sequence's attended cache."""
         return quantity(self._step_bytes(self._b(batch_size)), "B", "GB")
 
     @output(equation="batch_size * kv_read_per_sequence / step_bytes(batch_size)", returns="float",
             samples=_batch_samples)
     def cache_share(self, batch_size: int) -> float:
-        """Fraction of modeled step bytes that are cache reads rather than weights."""
+        """Share of a step's bytes that are cache reads, the rest being weights (touched experts only)."""
         b = self._b(batch_size)
         return b * self._m_read / self._step_bytes(b)  # type: ignore[attr-defined,no-any-return]
 
