@@ -29,7 +29,6 @@ from hypothesis import strategies as st
 from latencykernel.price.attention import (
     causal_flops_per_qk_dim,
     pcp_causal_flops_per_qk_dim,
-    pcp_chunks,
     pcp_rank_chunks,
     pcp_local_tokens,
     windowed_causal_flops_per_qk_dim,
@@ -116,6 +115,14 @@ def windowed_flops_oracle_np(chunks: list[tuple[int, int]], window: int) -> int:
 # --------------------------------------------------------------------------------------
 # Unsplit causal law
 # --------------------------------------------------------------------------------------
+
+
+def pcp_chunks(s: int, prefix: int, pcp: int, dcp: int) -> list[tuple[int, int]]:
+    """The chunks of the rank holding the most tokens (first such rank), from the law's
+    rank-by-rank lists; one chunk when PCP is off or the prefill is replicated."""
+    ranks = pcp_rank_chunks(s, prefix, pcp, dcp)
+    held = [sum(m for m, _ in r) for r in ranks]
+    return ranks[held.index(max(held))]
 
 
 @pytest.mark.parametrize("s,c", [(1, 0), (2, 0), (7, 3), (100, 0), (1025, 203_760), (4096, 8192)])

@@ -40,6 +40,8 @@ _EXPORTS: dict[str, str] = {
     "Placement": "latencykernel.kernel",
     "KERNEL_ASSUMPTION_SET": "latencykernel.kernel",
     "StepTimes": "latencykernel.kernel.vector",
+    "ENGINE_BEHAVIOUR_VERSION": "latencykernel.resolve.settings",
+    "ENGINE_BEHAVIOUR_COMMIT": "latencykernel.resolve.settings",
     # ---- end of kernel exports ----
 }
 

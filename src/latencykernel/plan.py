@@ -82,10 +82,6 @@ class LayerPlan:
     elementwise_bytes_per_token: float = 0.0
     collectives: list[PlannedCollective] = field(default_factory=list)
 
-    @property
-    def attn_q_heads(self) -> int:
-        return self.primary.q_heads if self.primary else 0
-
 
 @dataclass
 class Plan:

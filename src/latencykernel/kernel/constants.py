@@ -71,6 +71,18 @@ class StepConstants:
     nvlink_bytes_per_s: float
     nic_bytes_per_s: float
     extra: dict[str, float] = field(default_factory=dict)
+    # (floor_s, rate) of each layer kind's primary attention, and of its secondary ones, in
+    # plan order: resolved here so a step looks nothing up by kind.
+    primary_pairs: tuple[tuple[float, float], ...] = ()
+    secondary_pairs: tuple[tuple[tuple[float, float], ...], ...] = ()
+
+    def __post_init__(self) -> None:
+        self.primary_pairs = tuple(self.attention_pair(lp.primary.kind) if lp.primary else (0.0, 0.0)
+                                   for lp in self.plan.layers)
+        self.secondary_pairs = tuple(tuple(self.attention_pair(a.kind) for a in lp.attentions if not a.holds_kv)
+                                     for lp in self.plan.layers)
 
     def attention_pair(self, kind: str) -> tuple[float, float]:
+        """(floor_s, rate_bytes_per_s) for decode attention of ``kind``: its own pair when the
+        registry measured one, else the part-wide pair."""
         return self.attn_by_kind.get(kind, (self.attn_floor_s, self.attn_rate_bytes_per_s))

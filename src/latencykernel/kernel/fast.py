@@ -113,7 +113,7 @@ class FastPlan:
 
     __slots__ = ("kinds", "colls", "specs", "head_g", "head_h", "inv_pe", "m_half", "sm_count", "width",
                  "capture", "host", "empty_host", "funnel", "needs_ndecode", "pcp_prefill_fallback",
-                 "dcp_prefill_fallback", "any_nonlatent_dcp", "windows", "hot", "c")
+                 "dcp_prefill_fallback", "windows", "hot", "c")
 
     kinds: tuple[tuple[Any, ...], ...]
     colls: tuple[tuple[float, float, float, float, bool], ...]
@@ -131,7 +131,6 @@ class FastPlan:
     needs_ndecode: bool
     pcp_prefill_fallback: bool
     dcp_prefill_fallback: bool
-    any_nonlatent_dcp: bool
     windows: tuple[int, ...]
     hot: tuple[Any, ...]
     c: StepConstants
@@ -400,7 +399,7 @@ def _build(c: StepConstants) -> FastPlan:
     specs: list[tuple] = []
     windows: set[int] = set()
     kinds = []
-    needs_ndecode = dcp_prefill_fallback = any_nonlatent_dcp = False
+    needs_ndecode = dcp_prefill_fallback = False
     for lp in c.plan.layers:
         # Dense GEMMs (and shared experts), in units of Y.
         G = lp.shared_expert_flops_per_token / tp if lp.expert_flops_per_token_per_expert > 0 else 0.0
@@ -470,7 +469,6 @@ def _build(c: StepConstants) -> FastPlan:
                 latent = a.kind in LATENT_KINDS
                 dcp = (latent, _dcp_charges(c, a))
                 dcp_prefill_fallback = dcp_prefill_fallback or latent
-                any_nonlatent_dcp = any_nonlatent_dcp or not latent
 
         nv_idx: list[int] = []
         nic_idx: list[int] = []
@@ -513,7 +511,6 @@ def _build(c: StepConstants) -> FastPlan:
     fp.needs_ndecode = needs_ndecode
     fp.pcp_prefill_fallback = c.pcp > 1
     fp.dcp_prefill_fallback = dcp_prefill_fallback
-    fp.any_nonlatent_dcp = any_nonlatent_dcp
     fp.hot = (fp.width, fp.capture, *fp.host, fp.specs, fp.windows, fp.sm_count, fp.m_half, fp.inv_pe, fp.funnel,
               fp.pcp_prefill_fallback or fp.dcp_prefill_fallback, needs_ndecode)  # one unpack per call
     fp.c = c

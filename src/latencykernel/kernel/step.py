@@ -195,7 +195,7 @@ def price_step(
     routed_a2a = layout.routed_all2all()
     overlap = 0.0
 
-    for lp in c.plan.layers:
+    for li, lp in enumerate(c.plan.layers):
         flops = dense_shaped = weight_bytes = kv_bytes = 0.0
         attn_sm = attn_hbm = recurrent_sm = 0.0
         routed_flops = routed_bytes = 0.0
@@ -225,7 +225,7 @@ def price_step(
 
         a = lp.primary
         if a is not None and a.q_heads > 0:
-            floor, rate = c.attention_pair(a.kind)
+            floor, rate = c.primary_pairs[li]
             kv_fallback = False
             tok = 0.0
             if n_decode > 0:
@@ -254,10 +254,7 @@ def price_step(
                 else:
                     flops += layer_causal * a.q_heads * a.head_dim / tp
             if n_decode > 0:
-                for s2 in lp.attentions:
-                    if s2.holds_kv:
-                        continue
-                    f2, r2 = c.attention_pair(s2.kind)
+                for s2, (f2, r2) in zip((x for x in lp.attentions if not x.holds_kv), c.secondary_pairs[li]):
                     if r2 <= 0 or a.kv_heads * a.head_dim <= 0:
                         continue
                     per_tok = c.kv_bytes_per_token / max(c.kv_layers, 1) * (s2.kv_heads * s2.head_dim) / (

@@ -14,7 +14,6 @@ __all__ = [
     "windowed_causal_flops_per_qk_dim",
     "pcp_local_tokens",
     "pcp_causal_flops_per_qk_dim",
-    "pcp_chunks",
     "pcp_rank_chunks",
     "decode_read_tokens",
 ]
@@ -118,34 +117,6 @@ def pcp_causal_flops_per_qk_dim(scheduled: int, prefix: int, pcp: int, dcp: int)
                 p += m * (prefix + 1) + (lo + hi - 1) * m / 2.0 - m / 2.0
         best = max(best, p)
     return 4.0 * best
-
-
-def pcp_chunks(scheduled: int, prefix: int, pcp: int, dcp: int) -> list[tuple[int, int]]:
-    """The (tokens, global prefix) chunks the busiest PCP rank runs for one prefill.
-
-    One chunk (s, prefix) when PCP is off or the prefill is replicated; otherwise the
-    non-empty zigzag chunks of the rank holding the most tokens (first such rank), each at
-    its true offset (hi − lo, prefix + lo).
-    """
-    local = pcp_local_tokens(scheduled, pcp, dcp)
-    if local < 0 or local == scheduled:
-        return [(scheduled, prefix)]
-    n = 2 * pcp
-    c = math.ceil(scheduled / n)
-    best_rank, best_held = 0, -1
-    for rank in range(pcp):
-        held = 0
-        for idx in (rank, n - 1 - rank):
-            lo, hi = _zigzag_bounds(idx, c, scheduled)
-            held += max(0, hi - lo)
-        if held > best_held:
-            best_rank, best_held = rank, held
-    out: list[tuple[int, int]] = []
-    for idx in (best_rank, n - 1 - best_rank):
-        lo, hi = _zigzag_bounds(idx, c, scheduled)
-        if hi > lo:
-            out.append((hi - lo, prefix + lo))
-    return out
 
 
 def pcp_rank_chunks(scheduled: int, prefix: int, pcp: int, dcp: int) -> list[list[tuple[int, int]]]:
