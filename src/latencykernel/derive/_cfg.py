@@ -41,6 +41,9 @@ class Cfg:
         self.raw = raw
         self.file = file
         text = raw.get("text_config")
+        if text is not None and not isinstance(text, Mapping):
+            raise DocumentError(f"config.json key 'text_config' must be an object (got {text!r})",
+                                file=file, key="text_config", value=text)
         self.text: Mapping[str, Any] = text if isinstance(text, Mapping) else {}
 
     # -- lookup -------------------------------------------------------------------------
@@ -213,6 +216,8 @@ class Cfg:
             v = self._lookup(key)
             if isinstance(v, str):
                 return v
+            if v is not None and v is not _MISSING:
+                raise self._bad(key, "must be a dtype name such as 'bfloat16'", v)
         return None
 
 
