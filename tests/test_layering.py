@@ -1,0 +1,50 @@
+"""Imports only point down the flow: documents -> resolve -> kernel, which calls the pure laws
+in price/; scenarios and the CLI sit on top (docs/architecture.md)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "latencykernel"
+
+# what each part of the package may import from latencykernel (besides itself)
+ALLOWED = {
+    "errors": set(),
+    "price": set(),
+    "batch": {"errors"},
+    "documents": {"errors"},
+    "repos": {"errors", "documents"},
+    "inputs": {"errors", "documents", "repos"},
+    "derive": {"errors", "documents", "repos"},
+    "resolve": {"errors", "price"},
+    "plan": {"errors", "price", "resolve"},
+    "kernel": {"errors", "batch", "price", "resolve", "plan", "documents", "inputs", "repos"},
+    "scenarios": {"errors", "batch", "price", "resolve", "plan", "documents", "inputs", "repos", "derive",
+                  "kernel"},
+    "cli": {"errors", "batch", "price", "resolve", "plan", "documents", "inputs", "repos", "derive", "kernel",
+            "scenarios"},
+}
+IMPORT = re.compile(r"^\s*(?:from|import)\s+latencykernel\.([a-z_]+)", re.M)
+
+
+def part_of(path: Path) -> str:
+    rel = path.relative_to(SRC)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def test_imports_point_down_the_flow() -> None:
+    wrong = []
+    for path in SRC.rglob("*.py"):
+        part = part_of(path)
+        if part not in ALLOWED:
+            continue
+        for target in set(IMPORT.findall(path.read_text())):
+            if target != part and target not in ALLOWED[part]:
+                wrong.append(f"{path.relative_to(SRC)} imports latencykernel.{target}")
+    assert not wrong, wrong
+
+
+def test_every_part_is_placed_in_the_flow() -> None:
+    parts = {part_of(p) for p in SRC.rglob("*.py")} - {"__init__", "__main__"}
+    assert parts <= set(ALLOWED), parts - set(ALLOWED)
