@@ -7,11 +7,11 @@ import os
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import Field, model_validator
 
 from latencykernel.documents.common import (
     Invalid,
-    StrictModel,
+    NamedByFile,
     cached,
     read_yaml,
     require_mapping,
@@ -27,7 +27,7 @@ NonNeg = Annotated[float, Field(ge=0)]
 PosInt = Annotated[int, Field(ge=1)]
 
 
-class Chip(StrictModel):
+class Chip(NamedByFile):
     """Per-GPU nominal figures. ``name`` (not a YAML key) is the file stem."""
 
     Provenance: ProvenanceKind
@@ -42,16 +42,6 @@ class Chip(StrictModel):
     GPUsPerRack: PosInt | None = None
     IntraRackBwGBps: Positive | None = None
 
-    _name: str = PrivateAttr(default="")
-
-    @property
-    def name(self) -> str:
-        """The catalog name (file stem)."""
-        return self._name
-
-    @name.setter
-    def name(self, value: str) -> None:
-        self._name = value
 
     @model_validator(mode="after")
     def _consistent(self) -> Chip:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Literal, TypeVar, get_args, get_origin
 
 import yaml
-from pydantic import AliasChoices, BaseModel, ConfigDict, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, PrivateAttr, ValidationError
 
 from latencykernel.errors import DocumentError
 
@@ -53,6 +53,22 @@ class StrictModel(BaseModel):
     (an int is accepted where a float is expected)."""
 
     model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
+
+
+class NamedByFile(StrictModel):
+    """A catalog document whose name is its file stem (an in-file ``name`` key is rejected);
+    the loader sets ``name`` after validation."""
+
+    _name: str = PrivateAttr(default="")
+
+    @property
+    def name(self) -> str:
+        """The catalog name (file stem)."""
+        return self._name
+
+    @name.setter
+    def name(self, value: str) -> None:
+        self._name = value
 
 
 class Invalid(ValueError):

@@ -6,15 +6,15 @@ import os
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field, PrivateAttr
+from pydantic import Field
 
 from latencykernel.documents.chip import ProvenanceKind
-from latencykernel.documents.common import StrictModel, cached, read_yaml, require_mapping, strip_comment_keys, validate
+from latencykernel.documents.common import NamedByFile, cached, read_yaml, require_mapping, strip_comment_keys, validate
 
 __all__ = ["Fabric", "load_fabric"]
 
 
-class Fabric(StrictModel):
+class Fabric(NamedByFile):
     """Per-GPU nominal inter-node bandwidth. ``name`` (not a YAML key) is the file stem.
 
     ``Provenance`` is optional here because older stored fabric files lack it.
@@ -26,16 +26,6 @@ class Fabric(StrictModel):
     RDMA: bool | None = None
     PDTransferBaseLatencyMs: Annotated[float, Field(ge=0)] | None = None
 
-    _name: str = PrivateAttr(default="")
-
-    @property
-    def name(self) -> str:
-        """The catalog name (file stem)."""
-        return self._name
-
-    @name.setter
-    def name(self, value: str) -> None:
-        self._name = value
 
 
 def _parse_fabric(path: Path) -> Fabric:
