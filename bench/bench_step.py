@@ -16,7 +16,7 @@ import statistics
 import subprocess
 import sys
 import timeit
-from typing import Callable
+from collections.abc import Callable
 
 GUIDE = "aisimulate/deepseek-v3-h200-fp8-sglang-tp8.yaml"
 EP16 = "examples/minimax-m2.5-h200-ep16.yaml"
@@ -47,10 +47,18 @@ def throughput(label: str, fn: Callable[[], object], steps: int, target: float |
 
 def import_time(rounds: int) -> None:
     code = "import time; t = time.perf_counter(); import latencykernel; print(time.perf_counter() - t)"
-    times = [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
-             for _ in range(rounds)]
-    ROWS.append(("import latencykernel (fresh interpreter)", "≤ 150.0 ms", times,
-                 "ok" if statistics.median(times) <= 0.150 else "MISSED"))
+    times = [
+        float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+        for _ in range(rounds)
+    ]
+    ROWS.append(
+        (
+            "import latencykernel (fresh interpreter)",
+            "≤ 150.0 ms",
+            times,
+            "ok" if statistics.median(times) <= 0.150 else "MISSED",
+        )
+    )
 
 
 def main() -> None:
@@ -68,8 +76,12 @@ def main() -> None:
     for name, scenario in (("guide", GUIDE), ("ep16", EP16)):
         per_call(f"open() warm, {name}", lambda s=scenario: lk.open(s), 0.100, min(rounds, 7))
     k_guide = lk.open(GUIDE)
-    per_call("memory: sequence_variable_bytes + fixed_bytes",
-             lambda: (k_guide.sequence_variable_bytes(8192), k_guide.fixed_bytes()), 2e-6, rounds)
+    per_call(
+        "memory: sequence_variable_bytes + fixed_bytes",
+        lambda: (k_guide.sequence_variable_bytes(8192), k_guide.fixed_bytes()),
+        2e-6,
+        rounds,
+    )
 
     cases = [
         ("1 decode", Batch.decode(1, 8192), 5e-6),
@@ -99,11 +111,20 @@ def main() -> None:
     mixed_sched[::width] = 512  # one 512-token prefill chunk per step
     for name, scenario in (("guide", GUIDE), ("ep16", EP16)):
         k = lk.open(scenario)
-        throughput(f"step_times {name}, {steps:,} steps × 32 decodes",
-                   lambda k=k: k.step_times(step, sched, ctx, decode_threshold=8), steps, 1e6, max(3, rounds // 3))
-        throughput(f"step_times {name}, {steps:,} steps × (1 prefill + 31 decodes)",
-                   lambda k=k: k.step_times(step, mixed_sched, ctx, decode_threshold=8), steps, None,
-                   max(3, rounds // 3))
+        throughput(
+            f"step_times {name}, {steps:,} steps × 32 decodes",
+            lambda k=k: k.step_times(step, sched, ctx, decode_threshold=8),
+            steps,
+            1e6,
+            max(3, rounds // 3),
+        )
+        throughput(
+            f"step_times {name}, {steps:,} steps × (1 prefill + 31 decodes)",
+            lambda k=k: k.step_times(step, mixed_sched, ctx, decode_threshold=8),
+            steps,
+            None,
+            max(3, rounds // 3),
+        )
 
     print(f"CPython {sys.version.split()[0]}, numpy {np.__version__}; {rounds} rounds per figure")
     w = max(len(r[0]) for r in ROWS)

@@ -23,8 +23,15 @@ from pathlib import Path
 import latencykernel as lk
 from latencykernel import Batch
 
-DEFAULT = (Path(__file__).resolve().parents[2] / "shared" / "reference" / "blis-latency-kernel" / "testdata"
-           / "measurements" / "inferencex_absolutes.json")
+DEFAULT = (
+    Path(__file__).resolve().parents[2]
+    / "shared"
+    / "reference"
+    / "blis-latency-kernel"
+    / "testdata"
+    / "measurements"
+    / "inferencex_absolutes.json"
+)
 WORKLOADS = {"1k1k": (1024, 1024), "1k8k": (1024, 8192), "8k1k": (8192, 1024)}
 
 
@@ -44,7 +51,7 @@ def main(path: Path) -> None:
         ctx = isl + osl // 2
         points = sorted((int(c), float(v)) for c, v in a["absolute_tpot_us"].items())
 
-        def tpot_s(c: int) -> float:
+        def tpot_s(c: int, k: lk.Kernel = k, ctx: int = ctx) -> float:
             return k.step_time(Batch.decode(c, ctx)).no_overlap + k.output_token_overhead()
 
         c0, m0 = points[0]
@@ -65,8 +72,10 @@ def main(path: Path) -> None:
         a_ = [abs(x) for x in v]
         print(f"{key:36s} {len(v):6d} {pct(a_)} {100 * statistics.median(a_):7.2f}% {100 * max(a_):7.0f}% {pct(v)}")
     la = [abs(x) for x in level]
-    print(f"TPOT level, every point: {len(level)} points, MAPE {pct(la)}, median {100 * statistics.median(la):.2f}%, "
-          f"signed {pct(level)}")
+    print(
+        f"TPOT level, every point: {len(level)} points, MAPE {pct(la)}, median {100 * statistics.median(la):.2f}%, "
+        f"signed {pct(level)}"
+    )
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@ some edited through ``Inputs`` to reach decode- and prefill-context parallelism.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import latencykernel as lk
 
@@ -22,8 +22,10 @@ DEPLOYMENTS: dict[str, tuple[str, dict[str, object]]] = {
     "recurrent": ("examples/qwen3.5-397b-a17b-b300-bf16-tp8.yaml", {}),
     "dcp-mla": (GUIDE, {"parallel.dcp": 8}),
     "dcp-mla-a2a": (GUIDE, {"parallel.dcp": 4, "engine.dcp_comm_backend": "a2a"}),
-    "dcp-gqa-interleave": ("examples/llama-3.1-70b-instruct-h100-bf16-tp4.yaml",
-                           {"parallel.dcp": 4, "engine.cp_kv_cache_interleave_size": 16}),
+    "dcp-gqa-interleave": (
+        "examples/llama-3.1-70b-instruct-h100-bf16-tp4.yaml",
+        {"parallel.dcp": 4, "engine.cp_kv_cache_interleave_size": 16},
+    ),
     "dcp-sparse": ("examples/glm-5-b300-fp8-tp8.yaml", {"parallel.dcp": 8}),
     "pcp-mla": ("aisimulate/deepseek-v3-b300-fp8-sglang-tp4.yaml", {"parallel.pcp": 2}),
 }
@@ -31,7 +33,7 @@ DEPLOYMENTS: dict[str, tuple[str, dict[str, object]]] = {
 PREFILL_FALLBACK = {"dcp-mla", "dcp-mla-a2a", "dcp-sparse", "pcp-mla"}
 
 
-@lru_cache(maxsize=None)
+@cache
 def kernel(name: str) -> lk.Kernel:
     scenario, edits = DEPLOYMENTS[name]
     if not edits:

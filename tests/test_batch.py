@@ -32,9 +32,12 @@ def test_defaults_and_empty() -> None:
 def test_from_columns_accepts(kind: str) -> None:
     s, c = [1, 1, 3], [7, 0, 9]
     make = {
-        "list": list, "tuple": tuple,
-        "int64": lambda x: np.array(x, dtype=np.int64), "int32": lambda x: np.array(x, dtype=np.int32),
-        "uint16": lambda x: np.array(x, dtype=np.uint16), "float-whole": lambda x: np.array(x, dtype=float),
+        "list": list,
+        "tuple": tuple,
+        "int64": lambda x: np.array(x, dtype=np.int64),
+        "int32": lambda x: np.array(x, dtype=np.int32),
+        "uint16": lambda x: np.array(x, dtype=np.uint16),
+        "float-whole": lambda x: np.array(x, dtype=float),
     }[kind]
     b = Batch.from_columns(make(s), make(c), 2, 10)
     assert b.scheduled == s and b.computed == c

@@ -12,8 +12,7 @@ GUIDE = "aisimulate/deepseek-v3-h200-fp8-sglang-tp8.yaml"
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "latencykernel", *args], capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run([sys.executable, "-m", "latencykernel", *args], capture_output=True, text=True, timeout=120)
 
 
 def test_price_prints_the_guide_table() -> None:
@@ -56,11 +55,14 @@ def test_scenarios_lists_the_guide_and_show_resolves_it() -> None:
     assert {k["id"]: k["count"] for k in d["layer_kinds"]} == {"attn_dense": 3, "attn_moe": 58}
 
 
-@pytest.mark.parametrize("args", [
-    ("price", "no/such/scenario.yaml"),
-    ("price", GUIDE, "--requests", "-3"),
-    ("memory", GUIDE, "--gpu-memory-utilization", "1.7"),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("price", "no/such/scenario.yaml"),
+        ("price", GUIDE, "--requests", "-3"),
+        ("memory", GUIDE, "--gpu-memory-utilization", "1.7"),
+    ],
+)
 def test_bad_input_exits_2_with_a_message_and_no_traceback(args: tuple[str, ...]) -> None:
     r = run(*args)
     assert r.returncode == 2, (r.stdout, r.stderr)

@@ -155,7 +155,9 @@ def test_deepseek_v3_with_its_mtp_layer() -> None:
     model, so the count lands 2.6 B (0.4 %) under."""
     g = graph("deepseek-v3")
     with_mtp = parameter_count(g, include_speculator=True)
-    assert with_mtp - parameter_count(g) == 3 * 2048 * 7168 * 257 + (2112 * 7168 + 24576 * 1536 + 32768 * 512 + 7168 * 16384)
+    assert with_mtp - parameter_count(g) == 3 * 2048 * 7168 * 257 + (
+        2112 * 7168 + 24576 * 1536 + 32768 * 512 + 7168 * 16384
+    )
     assert rel(with_mtp, 685e9) <= 0.005
 
 
@@ -174,10 +176,14 @@ def test_tied_head_is_not_counted_twice() -> None:
 def test_grouped_gemm_rules() -> None:
     """3 matrices per gated expert; shared width defaults to n (also when 0); latent_size
     narrows the routed experts' input only."""
-    base = {"kind": "ModelGraph", "name": "t",
-            "derived_from": {"format": "test", "path": "-", "sha256": "0" * 64, "deriver_version": 1},
-            "global": {"hidden_size": 10, "vocab_size": 1, "tie_word_embeddings": True, "weight_dtype": "bf16"},
-            "stack": {"pattern": ["m"], "repeat": 1}, "head": []}
+    base = {
+        "kind": "ModelGraph",
+        "name": "t",
+        "derived_from": {"format": "test", "path": "-", "sha256": "0" * 64, "deriver_version": 1},
+        "global": {"hidden_size": 10, "vocab_size": 1, "tie_word_embeddings": True, "weight_dtype": "bf16"},
+        "stack": {"pattern": ["m"], "repeat": 1},
+        "head": [],
+    }
     node = {"op": "GroupedGEMM", "n": 4, "k": 10, "experts": 8, "top_k": 2, "shared_experts": 1}
 
     def count(**extra: int) -> tuple[int, int]:
@@ -194,8 +200,14 @@ def test_layer_count_and_stack_expansion() -> None:
     assert layer_count(graph("deepseek-v3")) == 61
     assert layer_count(graph("gpt-oss-120b")) == 36
     assert layer_count(graph("qwen3.5-397b-a17b")) == 60
-    assert Stack(prologue=["a"], pattern=["b", "c"], repeat=2, epilogue=["d"]).expand() == \
-        ["a", "b", "c", "b", "c", "d"]
+    assert Stack(prologue=["a"], pattern=["b", "c"], repeat=2, epilogue=["d"]).expand() == [
+        "a",
+        "b",
+        "c",
+        "b",
+        "c",
+        "d",
+    ]
     assert Stack(prologue=["a", "b"], repeat=0).expand() == ["a", "b"]
 
 
@@ -218,8 +230,12 @@ def test_kv_geometry_refuses_mixed_or_missing_attention() -> None:
     mixed["layer_kinds"][0]["nodes"][2]["d_h"] = 128
     with pytest.raises(DocumentError, match="disagree"):
         kv_geometry(typed(mixed))
-    no_attention = {**g, "layer_kinds": [{"id": k["id"], "nodes": [n for n in k["nodes"] if n["op"] != "Attention"]}
-                                         for k in g["layer_kinds"]]}
+    no_attention = {
+        **g,
+        "layer_kinds": [
+            {"id": k["id"], "nodes": [n for n in k["nodes"] if n["op"] != "Attention"]} for k in g["layer_kinds"]
+        ],
+    }
     with pytest.raises(DocumentError, match="no attention"):
         kv_geometry(typed(no_attention))
 

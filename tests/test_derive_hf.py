@@ -20,9 +20,15 @@ from latencykernel.errors import DocumentError
 SHA = "0" * 64
 
 LLAMA_TINY: dict[str, Any] = {
-    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 2048,
-    "intermediate_size": 5504, "num_hidden_layers": 4, "num_attention_heads": 16,
-    "num_key_value_heads": 2, "vocab_size": 32000, "tie_word_embeddings": False,
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 2048,
+    "intermediate_size": 5504,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 2,
+    "vocab_size": 32000,
+    "tie_word_embeddings": False,
     "torch_dtype": "bfloat16",
 }
 
@@ -58,11 +64,21 @@ def test_unknown_architecture_names_it_and_the_supported_list() -> None:
     assert "LlamaForCausalLM" in msg and "DeepseekV3ForCausalLM" in msg
     assert e.value.key == "architectures"
     assert set(SUPPORTED_ARCHITECTURES) >= {
-        "LlamaForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "MixtralForCausalLM",
-        "MistralForCausalLM", "DeepseekV3ForCausalLM", "KimiK25ForConditionalGeneration",
-        "GlmMoeDsaForCausalLM", "GptOssForCausalLM", "MiniMaxM2ForCausalLM",
-        "MiniMaxM3SparseForConditionalGeneration", "DeepseekV4ForCausalLM", "GPT2LMHeadModel",
-        "Qwen3_5MoeForConditionalGeneration", "Qwen3NextForCausalLM",
+        "LlamaForCausalLM",
+        "Qwen3ForCausalLM",
+        "Qwen3MoeForCausalLM",
+        "MixtralForCausalLM",
+        "MistralForCausalLM",
+        "DeepseekV3ForCausalLM",
+        "KimiK25ForConditionalGeneration",
+        "GlmMoeDsaForCausalLM",
+        "GptOssForCausalLM",
+        "MiniMaxM2ForCausalLM",
+        "MiniMaxM3SparseForConditionalGeneration",
+        "DeepseekV4ForCausalLM",
+        "GPT2LMHeadModel",
+        "Qwen3_5MoeForConditionalGeneration",
+        "Qwen3NextForCausalLM",
     }
 
 
@@ -74,8 +90,7 @@ def test_model_type_dispatches_when_the_architecture_is_an_alias() -> None:
 @pytest.mark.parametrize("bad", [{}, {"architectures": []}, {"architectures": "Llama"}])
 def test_missing_architectures_is_a_document_error(bad: dict[str, Any]) -> None:
     with pytest.raises(DocumentError):
-        derive({**{k: v for k, v in LLAMA_TINY.items() if k != "architectures"}, **bad}
-               if bad else {})
+        derive({**{k: v for k, v in LLAMA_TINY.items() if k != "architectures"}, **bad} if bad else {})
 
 
 def test_missing_required_key_is_named() -> None:
@@ -111,15 +126,24 @@ def test_tiny_llm_testdata_config_is_incomplete(shared_dir: Path) -> None:
 def test_llama_layer_follows_the_catalog_conventions() -> None:
     g = derive(LLAMA_TINY, name="tiny")
     assert list(g) == ["kind", "name", "derived_from", "global", "layer_kinds", "stack", "head"]
-    assert g["derived_from"] == {"format": "hf_config_json", "path": "config.json",
-                                 "sha256": SHA, "deriver_version": 1}
-    assert g["global"] == {"hidden_size": 2048, "vocab_size": 32000,
-                           "tie_word_embeddings": False, "weight_dtype": "bf16"}
+    assert g["derived_from"] == {"format": "hf_config_json", "path": "config.json", "sha256": SHA, "deriver_version": 1}
+    assert g["global"] == {
+        "hidden_size": 2048,
+        "vocab_size": 32000,
+        "tie_word_embeddings": False,
+        "weight_dtype": "bf16",
+    }
     nodes = kind(g, "dense")
     assert [(n["op"], n.get("role")) for n in nodes] == [
-        ("Elementwise", "input_norm"), ("GEMM", "qkv_proj"), ("Attention", None),
-        ("GEMM", "o_proj"), ("AllReduce", "attn_out"), ("Elementwise", "post_attn_norm"),
-        ("GEMM", "mlp_gate_up"), ("GEMM", "mlp_down"), ("AllReduce", "mlp_out"),
+        ("Elementwise", "input_norm"),
+        ("GEMM", "qkv_proj"),
+        ("Attention", None),
+        ("GEMM", "o_proj"),
+        ("AllReduce", "attn_out"),
+        ("Elementwise", "post_attn_norm"),
+        ("GEMM", "mlp_gate_up"),
+        ("GEMM", "mlp_down"),
+        ("AllReduce", "mlp_out"),
     ]
     assert role(nodes, "qkv_proj") == {"op": "GEMM", "role": "qkv_proj", "n": (16 + 4) * 128, "k": 2048}
     assert role(nodes, "mlp_gate_up")["n"] == 2 * 5504
@@ -127,16 +151,29 @@ def test_llama_layer_follows_the_catalog_conventions() -> None:
     assert role(nodes, "mlp_out")["emit"] == "tensor_parallel_unless_sp_moe"
     assert g["layer_kinds"][0]["edges"] == [[i, i + 1] for i in range(8)]
     assert g["stack"] == {"pattern": ["dense"], "repeat": 4}
-    assert g["head"] == [{"op": "Elementwise", "role": "final_norm"},
-                         {"op": "GEMM", "role": "lm_head", "n": 32000, "k": 2048}]
+    assert g["head"] == [
+        {"op": "Elementwise", "role": "final_norm"},
+        {"op": "GEMM", "role": "lm_head", "n": 32000, "k": 2048},
+    ]
 
 
 def test_mistral_sliding_window_applies_only_when_it_binds() -> None:
-    mistral = {**LLAMA_TINY, "architectures": ["MistralForCausalLM"], "model_type": "mistral",
-               "sliding_window": 4096, "max_position_embeddings": 32768}
+    mistral = {
+        **LLAMA_TINY,
+        "architectures": ["MistralForCausalLM"],
+        "model_type": "mistral",
+        "sliding_window": 4096,
+        "max_position_embeddings": 32768,
+    }
     g = derive(mistral)
-    assert primary(kind(g, "swa_dense")) == {"op": "Attention", "kind": "swa", "n_q": 16,
-                                             "n_kv": 2, "d_h": 128, "window": 4096}
+    assert primary(kind(g, "swa_dense")) == {
+        "op": "Attention",
+        "kind": "swa",
+        "n_q": 16,
+        "n_kv": 2,
+        "d_h": 128,
+        "window": 4096,
+    }
     g = derive({**mistral, "sliding_window": 32768})
     assert primary(kind(g, "dense"))["kind"] == "gqa"
     g = derive({**mistral, "sliding_window": None})
@@ -144,9 +181,15 @@ def test_mistral_sliding_window_applies_only_when_it_binds() -> None:
 
 
 def test_qwen2_sliding_window_follows_use_sliding_window_and_max_window_layers() -> None:
-    qwen2 = {**LLAMA_TINY, "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2",
-             "sliding_window": 1024, "max_position_embeddings": 32768,
-             "use_sliding_window": False, "max_window_layers": 2}
+    qwen2 = {
+        **LLAMA_TINY,
+        "architectures": ["Qwen2ForCausalLM"],
+        "model_type": "qwen2",
+        "sliding_window": 1024,
+        "max_position_embeddings": 32768,
+        "use_sliding_window": False,
+        "max_window_layers": 2,
+    }
     assert derive(qwen2)["stack"] == {"pattern": ["dense"], "repeat": 4}
     g = derive({**qwen2, "use_sliding_window": True})
     assert g["stack"] == {"pattern": ["dense"], "repeat": 2, "epilogue": ["swa_dense", "swa_dense"]}
@@ -155,7 +198,13 @@ def test_qwen2_sliding_window_follows_use_sliding_window_and_max_window_layers()
 def test_mixtral_and_qwen3_moe() -> None:
     g = derive(embedded_config("mixtral-8x7b-v0.1"))
     assert role(kind(g, "attn_moe"), "experts") == {
-        "op": "GroupedGEMM", "role": "experts", "n": 14336, "k": 4096, "experts": 8, "top_k": 2}
+        "op": "GroupedGEMM",
+        "role": "experts",
+        "n": 14336,
+        "k": 4096,
+        "experts": 8,
+        "top_k": 2,
+    }
     q = embedded_config("qwen3-30b-a3b")
     g = derive({**q, "mlp_only_layers": [0]})
     assert g["stack"] == {"prologue": ["dense"], "pattern": ["attn_moe"], "repeat": 47}
@@ -195,8 +244,11 @@ def test_deepseek_v3_mla_and_mtp() -> None:
     cfg = embedded_config("deepseek-v3")
     g = derive(cfg)
     assert g["stack"] == {"prologue": ["attn_dense"] * 3, "pattern": ["attn_moe"], "repeat": 58}
-    assert g["speculator"] == {"method": "deepseek_mtp", "num_spec_tokens": 1,
-                               "stack": {"pattern": ["attn_moe"], "repeat": 1}}
+    assert g["speculator"] == {
+        "method": "deepseek_mtp",
+        "num_spec_tokens": 1,
+        "stack": {"pattern": ["attn_moe"], "repeat": 1},
+    }
     assert "speculator" not in derive({**cfg, "num_nextn_predict_layers": 0})
     assert role(kind(g, "attn_moe"), "experts")["shared_experts"] == 1
     assert g["global"]["weight_dtype"] == "fp8"
@@ -205,8 +257,12 @@ def test_deepseek_v3_mla_and_mtp() -> None:
 def test_kimi_reads_the_nested_text_config() -> None:
     g = derive(embedded_config("kimi-k2.5"))
     assert g["modality"] == "text_decoder_of_multimodal"
-    assert g["global"] == {"hidden_size": 7168, "vocab_size": 163840,
-                           "tie_word_embeddings": False, "weight_dtype": "int4"}
+    assert g["global"] == {
+        "hidden_size": 7168,
+        "vocab_size": 163840,
+        "tie_word_embeddings": False,
+        "weight_dtype": "int4",
+    }
     assert "speculator" not in g
     assert g["stack"] == {"prologue": ["attn_dense"], "pattern": ["attn_moe"], "repeat": 60}
 
@@ -223,8 +279,15 @@ def test_deepseek_v4_compress_ratios() -> None:
     g = derive(embedded_config("deepseek-v4-pro"))
     assert g["stack"] == {"prologue": ["csa128_moe"], "pattern": ["csa128_moe", "csa4_moe"], "repeat": 30}
     csa4, csa128 = kind(g, "csa4_moe"), kind(g, "csa128_moe")
-    assert primary(csa4) == {"op": "Attention", "kind": "sparse_mla", "n_q": 128, "n_kv": 1,
-                             "d_h": 512, "index_topk": 1024, "compress_ratio": 4}
+    assert primary(csa4) == {
+        "op": "Attention",
+        "kind": "sparse_mla",
+        "n_q": 128,
+        "n_kv": 1,
+        "d_h": 512,
+        "index_topk": 1024,
+        "compress_ratio": 4,
+    }
     assert primary(csa128)["compress_ratio"] == 128 and "index_topk" not in primary(csa128)
     assert not any(n.get("role") == "block_index_scores" for n in csa128)
     assert role(csa4, "experts")["weight_dtype"] == "mxfp4"
@@ -234,8 +297,14 @@ def test_deepseek_v4_compress_ratios() -> None:
 def test_deepseek_v4_window_only_layers() -> None:
     cfg = embedded_config("deepseek-v4-pro")
     g = derive({**cfg, "compress_ratios": [0, 0] + cfg["compress_ratios"][2:]})
-    assert primary(kind(g, "swa_moe")) == {"op": "Attention", "kind": "swa", "n_q": 128,
-                                           "n_kv": 1, "d_h": 512, "window": 128}
+    assert primary(kind(g, "swa_moe")) == {
+        "op": "Attention",
+        "kind": "swa",
+        "n_q": 128,
+        "n_kv": 1,
+        "d_h": 512,
+        "window": 128,
+    }
 
 
 def test_minimax_m3_block_sparse_layers() -> None:
@@ -261,8 +330,13 @@ def test_qwen35_hybrid_gdn_and_gated_attention() -> None:
     gdn = kind(g, "gdn_moe")
     assert [n["op"] for n in gdn[:6]] == ["Elementwise", "GEMM", "GEMM", "RecurrentUpdate", "GEMM", "AllReduce"]
     rec = gdn[3]
-    assert rec == {"op": "RecurrentUpdate", "recurrent_kind": "gdn", "n_heads": 64,
-                   "state_size": 128, "state_dtype": "fp32"}
+    assert rec == {
+        "op": "RecurrentUpdate",
+        "recurrent_kind": "gdn",
+        "n_heads": 64,
+        "state_size": 128,
+        "state_dtype": "fp32",
+    }
     assert role(gdn, "in_proj_qkvz")["n"] == 2 * 16 * 128 + 2 * 64 * 128
     assert role(gdn, "mixer_out") == {"op": "GEMM", "role": "mixer_out", "n": 4096, "k": 64 * 128}
     assert gdn[5] == {"op": "AllReduce", "role": "mixer_out", "emit": "tensor_parallel"}
@@ -270,8 +344,11 @@ def test_qwen35_hybrid_gdn_and_gated_attention() -> None:
     assert role(attn, "qkv_proj")["n"] == (2 * 32 + 2 * 2) * 256  # q_proj also emits the gate
     assert role(attn, "o_proj")["k"] == 32 * 256
     assert role(attn, "experts")["top_k"] == 10
-    assert g["speculator"] == {"method": "qwen3_5_mtp", "num_spec_tokens": 1,
-                               "stack": {"pattern": ["attn_moe"], "repeat": 1}}
+    assert g["speculator"] == {
+        "method": "qwen3_5_mtp",
+        "num_spec_tokens": 1,
+        "stack": {"pattern": ["attn_moe"], "repeat": 1},
+    }
     assert g["modality"] == "text_decoder_of_multimodal"
 
 
@@ -286,15 +363,30 @@ def test_qwen3_next_speculator_method() -> None:
 # -- weight formats -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("quant", "dtype", "expert"), [
-    ({"quant_method": "fp8", "weight_block_size": [128, 128]}, "fp8", None),
-    ({"quant_method": "mxfp4"}, "bf16", "mxfp4"),
-    ({"quant_method": "modelopt", "quant_algo": "NVFP4"}, "nvfp4", None),
-    ({"quant_method": "compressed-tensors",
-      "config_groups": {"g": {"weights": {"num_bits": 4, "type": "int", "group_size": 32}}}}, "int4", None),
-    ({"quant_method": "compressed-tensors",
-      "config_groups": {"g": {"weights": {"num_bits": 8, "type": "float"}}}}, "fp8", None),
-])
+@pytest.mark.parametrize(
+    ("quant", "dtype", "expert"),
+    [
+        ({"quant_method": "fp8", "weight_block_size": [128, 128]}, "fp8", None),
+        ({"quant_method": "mxfp4"}, "bf16", "mxfp4"),
+        ({"quant_method": "modelopt", "quant_algo": "NVFP4"}, "nvfp4", None),
+        (
+            {
+                "quant_method": "compressed-tensors",
+                "config_groups": {"g": {"weights": {"num_bits": 4, "type": "int", "group_size": 32}}},
+            },
+            "int4",
+            None,
+        ),
+        (
+            {
+                "quant_method": "compressed-tensors",
+                "config_groups": {"g": {"weights": {"num_bits": 8, "type": "float"}}},
+            },
+            "fp8",
+            None,
+        ),
+    ],
+)
 def test_weight_dtype_from_quantization_config(quant: dict[str, Any], dtype: str, expert: str | None) -> None:
     cfg = {**embedded_config("mixtral-8x7b-v0.1"), "quantization_config": quant}
     g = derive(cfg)
@@ -317,13 +409,16 @@ def test_unknown_quantization_is_refused() -> None:
 # -- stack factoring and determinism --------------------------------------------------------
 
 
-@pytest.mark.parametrize(("ids", "stack"), [
-    (["a"] * 5, {"pattern": ["a"], "repeat": 5}),
-    (["d", "d", "m", "m", "m"], {"prologue": ["d", "d"], "pattern": ["m"], "repeat": 3}),
-    (["s", "f"] * 3 + ["s"], {"pattern": ["s", "f"], "repeat": 3, "epilogue": ["s"]}),
-    (["a", "b", "c"], {"prologue": ["a", "b", "c"], "repeat": 0}),
-    (["x"], {"prologue": ["x"], "repeat": 0}),
-])
+@pytest.mark.parametrize(
+    ("ids", "stack"),
+    [
+        (["a"] * 5, {"pattern": ["a"], "repeat": 5}),
+        (["d", "d", "m", "m", "m"], {"prologue": ["d", "d"], "pattern": ["m"], "repeat": 3}),
+        (["s", "f"] * 3 + ["s"], {"pattern": ["s", "f"], "repeat": 3, "epilogue": ["s"]}),
+        (["a", "b", "c"], {"prologue": ["a", "b", "c"], "repeat": 0}),
+        (["x"], {"prologue": ["x"], "repeat": 0}),
+    ],
+)
 def test_factor_stack(ids: list[str], stack: dict[str, Any]) -> None:
     assert factor_stack(ids) == stack
 
@@ -342,8 +437,7 @@ def test_derivation_is_deterministic_and_ignores_source_notes() -> None:
     cfg = json.loads(raw)
     cfg["_source"] = "something else"
     c = derive(copy.deepcopy(cfg), name="deepseek-v3")
-    assert {k: v for k, v in c.items() if k != "derived_from"} == \
-        {k: v for k, v in a.items() if k != "derived_from"}
+    assert {k: v for k, v in c.items() if k != "derived_from"} == {k: v for k, v in a.items() if k != "derived_from"}
 
 
 def test_rendered_yaml_has_header_and_no_anchors() -> None:
@@ -358,8 +452,15 @@ def test_malformed_dtype_and_text_config_are_errors_not_defaults() -> None:
 
     from latencykernel.errors import DocumentError
 
-    base = {"architectures": ["LlamaForCausalLM"], "hidden_size": 256, "num_attention_heads": 4,
-            "num_key_value_heads": 2, "num_hidden_layers": 2, "intermediate_size": 512, "vocab_size": 1000}
+    base = {
+        "architectures": ["LlamaForCausalLM"],
+        "hidden_size": 256,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "num_hidden_layers": 2,
+        "intermediate_size": 512,
+        "vocab_size": 1000,
+    }
     for extra, key in (({"torch_dtype": 16}, "torch_dtype"), ({"text_config": [1, 2]}, "text_config")):
         with pytest.raises(DocumentError) as info:
             derive({**base, **extra})

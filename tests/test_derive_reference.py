@@ -142,10 +142,10 @@ def _compare(ours: Graph, ref: Graph) -> None:
         assert kind["edges"] == expected["edges"], kind["id"]
     assert Stack.model_validate(ours["stack"]).expand() == Stack.model_validate(ref["stack"]).expand()
     skip = {"layer_kinds", "stack", "derived_from"}
-    assert {k: v for k, v in ours.items() if k not in skip} == \
-        {k: v for k, v in ref.items() if k not in skip}
-    assert {k: v for k, v in ours["derived_from"].items() if k != "sha256"} == \
-        {k: v for k, v in ref["derived_from"].items() if k != "sha256"}
+    assert {k: v for k, v in ours.items() if k not in skip} == {k: v for k, v in ref.items() if k not in skip}
+    assert {k: v for k, v in ours["derived_from"].items() if k != "sha256"} == {
+        k: v for k, v in ref["derived_from"].items() if k != "sha256"
+    }
 
 
 @pytest.mark.parametrize("model", sorted(CASES))
@@ -195,21 +195,33 @@ def test_reference_stack_factoring_is_ours_where_not_noted(shared_dir: Path) -> 
 def test_granite_vendor_config_reproduces_catalog_graph_exactly(shared_dir: Path) -> None:
     """The one vendor config.json saved byte for byte: the whole document, sha256 included."""
     model = shared_dir / REFERENCE_MODELS / "granite-5.0-230b-rl-preview"
-    ours = derive_graph_from_bytes((model / "config.json").read_bytes(),
-                                   name="granite-5.0-230b-rl-preview")
+    ours = derive_graph_from_bytes((model / "config.json").read_bytes(), name="granite-5.0-230b-rl-preview")
     assert ours == yaml.safe_load((model / "graph.yaml").read_text())
 
 
 # DeepSeek-V2-Lite's published config.json values (deepseek-ai/DeepSeek-V2-Lite), typed here
 # to exercise the MLA path without a query LoRA (q_lora_rank null: kv_a_proj, q_proj).
 _DEEPSEEK_V2_LITE = {
-    "architectures": ["DeepseekV2ForCausalLM"], "model_type": "deepseek_v2",
-    "hidden_size": 2048, "num_hidden_layers": 27, "num_attention_heads": 16,
-    "num_key_value_heads": 16, "q_lora_rank": None, "kv_lora_rank": 512,
-    "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128,
-    "intermediate_size": 10944, "moe_intermediate_size": 1408, "n_routed_experts": 64,
-    "n_shared_experts": 2, "num_experts_per_tok": 6, "first_k_dense_replace": 1,
-    "moe_layer_freq": 1, "vocab_size": 102400, "tie_word_embeddings": False,
+    "architectures": ["DeepseekV2ForCausalLM"],
+    "model_type": "deepseek_v2",
+    "hidden_size": 2048,
+    "num_hidden_layers": 27,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 16,
+    "q_lora_rank": None,
+    "kv_lora_rank": 512,
+    "qk_rope_head_dim": 64,
+    "qk_nope_head_dim": 128,
+    "v_head_dim": 128,
+    "intermediate_size": 10944,
+    "moe_intermediate_size": 1408,
+    "n_routed_experts": 64,
+    "n_shared_experts": 2,
+    "num_experts_per_tok": 6,
+    "first_k_dense_replace": 1,
+    "moe_layer_freq": 1,
+    "vocab_size": 102400,
+    "tie_word_embeddings": False,
     "torch_dtype": "bfloat16",
 }
 

@@ -32,6 +32,7 @@ def test_every_law_states_its_formula() -> None:
 
 def test_laws_import_nothing_of_ours() -> None:
     for path in (ROOT / "src" / "latencykernel" / "price").glob("*.py"):
-        imports = [line.strip() for line in path.read_text().splitlines()
-                   if line.strip().startswith(("from ", "import "))]
+        imports = [
+            line.strip() for line in path.read_text().splitlines() if line.strip().startswith(("from ", "import "))
+        ]
         assert not [i for i in imports if "latencykernel" in i], path.name

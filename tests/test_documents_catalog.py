@@ -42,16 +42,25 @@ def test_chip_loads_with_name_from_stem(tmp_path: Path) -> None:
 
 
 def test_chip_minimal_defaults(tmp_path: Path) -> None:
-    c = load_chip(put(tmp_path, "hardware/a.yaml",
-                      "Provenance: derived\nTFlopsPeak: 312\nBwPeakTBs: 2\nMemoryGiB: 80\nIntraNodeBwGBps: 300\n"
-                      "SMCount: 108\n"))
+    c = load_chip(
+        put(
+            tmp_path,
+            "hardware/a.yaml",
+            "Provenance: derived\nTFlopsPeak: 312\nBwPeakTBs: 2\nMemoryGiB: 80\nIntraNodeBwGBps: 300\nSMCount: 108\n",
+        )
+    )
     assert c.TFlopsFP8 == 0 and c.TFlopsNVFP4 is None and c.GPUsPerNode is None
 
 
 @pytest.mark.parametrize(
     ("old", "new", "key", "text"),
     [
-        ("SMCount: 148", "SMCount: 148\nname: gb200", "name", "unknown key 'name'; accepted keys are: Provenance, TFlopsPeak"),
+        (
+            "SMCount: 148",
+            "SMCount: 148\nname: gb200",
+            "name",
+            "unknown key 'name'; accepted keys are: Provenance, TFlopsPeak",
+        ),
         ("SMCount: 148", "SMCount: 0", "SMCount", "must be at least 1, got 0"),
         ("SMCount: 148", "SMCount: 148.5", "SMCount", "expected an integer, got 148.5"),
         ("TFlopsPeak: 2500.0", "TFlopsPeak: -1", "TFlopsPeak", "must be greater than 0, got -1"),
@@ -79,9 +88,13 @@ def test_chip_not_a_mapping(tmp_path: Path) -> None:
 
 
 def test_fabric(tmp_path: Path) -> None:
-    f = load_fabric(put(tmp_path, "networks/ib-400g.yaml",
-                        "# c\nProvenance: vendor_spec\nInterNodeBwGBps: 50\nPDTransferBaseLatencyMs: 0\n"
-                        "_comment_x: y\n"))
+    f = load_fabric(
+        put(
+            tmp_path,
+            "networks/ib-400g.yaml",
+            "# c\nProvenance: vendor_spec\nInterNodeBwGBps: 50\nPDTransferBaseLatencyMs: 0\n_comment_x: y\n",
+        )
+    )
     assert f.name == "ib-400g" and f.InterNodeBwGBps == 50 and f.RDMA is None
     old = load_fabric(put(tmp_path, "networks/old.yaml", "InterNodeBwGBps: 25\n"))
     assert old.Provenance is None
@@ -116,8 +129,11 @@ def test_storage_both_spellings_normalised(tmp_path: Path) -> None:
     [
         ("_comment: top\n" + STORAGE, "_comment", "comment keys are not allowed at the top level"),
         (STORAGE.replace("base_latency: 80.0", "base_latency: 0"), "nvme_gen4.base_latency", "must be greater than 0"),
-        (STORAGE.replace("base_latency_us: 1}", "base_latency_us: 1, base_latency: 1}"), "cpu_dram.base_latency",
-         "states both 'base_latency_us' and its older spelling 'base_latency'"),
+        (
+            STORAGE.replace("base_latency_us: 1}", "base_latency_us: 1, base_latency: 1}"),
+            "cpu_dram.base_latency",
+            "states both 'base_latency_us' and its older spelling 'base_latency'",
+        ),
         (STORAGE.replace("base_latency_us: 1}", "latency: 1}"), "cpu_dram.latency", "unknown key 'latency'"),
         (STORAGE.replace("  write_bandwidth: 5.0e3\n", ""), "nvme_gen4.write_bandwidth_mb_s", "missing required key"),
         ("s3: fast\n", "s3", "expected a mapping, got 'fast'"),

@@ -70,35 +70,83 @@ def test_set_loads_entries_in_file_order(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("old", "new", "key", "text"),
     [
-        ("value: 0.78", "value: 0", "coefficients[0].gemm_eps_max_bf16.value",
-         "is 0, which only method not_charged may state"),
+        (
+            "value: 0.78",
+            "value: 0",
+            "coefficients[0].gemm_eps_max_bf16.value",
+            "is 0, which only method not_charged may state",
+        ),
         ("value: 0.78", "value: .nan", "coefficients[0].gemm_eps_max_bf16.value", "must be a finite number"),
-        ("units: dimensionless", "units: percent", "coefficients[0].gemm_eps_max_bf16.units",
-         "'percent' is not one of dimensionless, us_per_layer"),
+        (
+            "units: dimensionless",
+            "units: percent",
+            "coefficients[0].gemm_eps_max_bf16.units",
+            "'percent' is not one of dimensionless, us_per_layer",
+        ),
         ("method: literature", "method: guessed", "coefficients[2].mfu_prefill.method", "'guessed' is not one of"),
-        ("      fitted: false\n      rationale: A", "      rationale: A", "coefficients[3].pd_transfer_base_latency.fitted",
-         "missing required key 'fitted'"),
-        ("method: literature\n      fitted: false", "method: literature\n      fitted: true",
-         "coefficients[2].mfu_prefill.fitted", "fitted true needs method measured"),
-        ("      rationale: A placeholder.\n", "", "coefficients[3].pd_transfer_base_latency.rationale",
-         "method assumed needs a rationale"),
-        ("      sources:\n        - {kind: discussion, cite: \"inference-sim#589\", role: primary}\n", "",
-         "coefficients[2].mfu_prefill.sources", "method literature needs at least one source"),
+        (
+            "      fitted: false\n      rationale: A",
+            "      rationale: A",
+            "coefficients[3].pd_transfer_base_latency.fitted",
+            "missing required key 'fitted'",
+        ),
+        (
+            "method: literature\n      fitted: false",
+            "method: literature\n      fitted: true",
+            "coefficients[2].mfu_prefill.fitted",
+            "fitted true needs method measured",
+        ),
+        (
+            "      rationale: A placeholder.\n",
+            "",
+            "coefficients[3].pd_transfer_base_latency.rationale",
+            "method assumed needs a rationale",
+        ),
+        (
+            '      sources:\n        - {kind: discussion, cite: "inference-sim#589", role: primary}\n',
+            "",
+            "coefficients[2].mfu_prefill.sources",
+            "method literature needs at least one source",
+        ),
         ("role: primary", "role: main", "coefficients[2].mfu_prefill.sources[0].role", "'main' is not one of primary"),
-        ("ci95: [0.74, 0.81]", "ci95: [0.80, 0.81]", "coefficients[0].gemm_eps_max_bf16.ci95",
-         "does not bracket value 0.78"),
+        (
+            "ci95: [0.74, 0.81]",
+            "ci95: [0.80, 0.81]",
+            "coefficients[0].gemm_eps_max_bf16.ci95",
+            "does not bracket value 0.78",
+        ),
         ("scope: {hardware: [h100]}", "scope: {}", "coefficients[0].gemm_eps_max_bf16.scope", "is empty"),
-        ("scope: {hardware: [h100]}", "scope: {hardware: []}", "coefficients[0].gemm_eps_max_bf16.scope.hardware",
-         "lists no value"),
-        ("scope: {hardware: [h100]}", "scope: {gpu: [h100]}", "coefficients[0].gemm_eps_max_bf16.scope.gpu",
-         "unknown key 'gpu'; accepted keys are: hardware, model, tp, ep, nodes_spanned"),
-        ("scope: {hardware: [h200]}", "scope: {hardware: [H100]}", "coefficients[1].gemm_eps_max_bf16.scope",
-         "gemm_eps_max_bf16 is stated twice for the same scope"),
-        ("      scope: {hardware: [h100]}\n", "      scope: {hardware: [h100]}\n    mfu_decode: {}\n", "coefficients[0]",
-         "single-key map"),
+        (
+            "scope: {hardware: [h100]}",
+            "scope: {hardware: []}",
+            "coefficients[0].gemm_eps_max_bf16.scope.hardware",
+            "lists no value",
+        ),
+        (
+            "scope: {hardware: [h100]}",
+            "scope: {gpu: [h100]}",
+            "coefficients[0].gemm_eps_max_bf16.scope.gpu",
+            "unknown key 'gpu'; accepted keys are: hardware, model, tp, ep, nodes_spanned",
+        ),
+        (
+            "scope: {hardware: [h200]}",
+            "scope: {hardware: [H100]}",
+            "coefficients[1].gemm_eps_max_bf16.scope",
+            "gemm_eps_max_bf16 is stated twice for the same scope",
+        ),
+        (
+            "      scope: {hardware: [h100]}\n",
+            "      scope: {hardware: [h100]}\n    mfu_decode: {}\n",
+            "coefficients[0]",
+            "single-key map",
+        ),
         ("kind: CoefficientSet", "kind: Coefficients", "kind", "is not one of CoefficientSet"),
-        ("      fitted: true\n      ci95", "      fitted: true\n      extends: base\n      ci95",
-         "coefficients[0].gemm_eps_max_bf16.extends", "unknown key 'extends'"),
+        (
+            "      fitted: true\n      ci95",
+            "      fitted: true\n      extends: base\n      ci95",
+            "coefficients[0].gemm_eps_max_bf16.extends",
+            "unknown key 'extends'",
+        ),
     ],
 )
 def test_set_defects(tmp_path: Path, old: str, new: str, key: str, text: str) -> None:
@@ -118,15 +166,24 @@ def test_legacy_map_form_is_rejected_clearly(tmp_path: Path) -> None:
 
 
 def _entry(value: float, method: str, fitted: bool) -> dict[str, object]:
-    return {"value": value, "units": "dimensionless", "method": method, "fitted": fitted,
-            "scope": {"hardware": ["h100"]}, "sources": [{"kind": "model", "cite": "c", "role": "primary"}],
-            "rationale": "why", "copied_from": "other"}
+    return {
+        "value": value,
+        "units": "dimensionless",
+        "method": method,
+        "fitted": fitted,
+        "scope": {"hardware": ["h100"]},
+        "sources": [{"kind": "model", "cite": "c", "role": "primary"}],
+        "rationale": "why",
+        "copied_from": "other",
+    }
 
 
 @settings(max_examples=120, deadline=None)
-@given(value=st.sampled_from([0.0, 0.5, -2.0, 1e6]),
-       method=st.sampled_from(["measured", "literature", "vendor_spec", "copied", "assumed", "not_charged"]),
-       fitted=st.booleans())
+@given(
+    value=st.sampled_from([0.0, 0.5, -2.0, 1e6]),
+    method=st.sampled_from(["measured", "literature", "vendor_spec", "copied", "assumed", "not_charged"]),
+    fitted=st.booleans(),
+)
 def test_value_method_fitted_rules_exactly(value: float, method: str, fitted: bool) -> None:
     ok = (value == 0) == (method == "not_charged") and (not fitted or method == "measured")
     if ok:
@@ -137,8 +194,11 @@ def test_value_method_fitted_rules_exactly(value: float, method: str, fitted: bo
 
 
 def test_validated_accepts_a_metric_name() -> None:
-    e = validate(CoefficientEntry, {**_entry(0.5, "measured", False), "validated": "throughput",
-                                    "unsupported": ["absolute_ttft"]}, "<memory>")
+    e = validate(
+        CoefficientEntry,
+        {**_entry(0.5, "measured", False), "validated": "throughput", "unsupported": ["absolute_ttft"]},
+        "<memory>",
+    )
     assert e.validated == ["throughput"] and e.unsupported == ["absolute_ttft"]
 
 

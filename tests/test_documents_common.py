@@ -82,8 +82,11 @@ def test_strip_comment_keys_only_comment_keys() -> None:
 
 
 @settings(max_examples=50, deadline=None)
-@given(st.lists(st.one_of(st.integers(0, 99), st.sampled_from(["pools", "engine", "x_y", "global"])),
-                min_size=1, max_size=6))
+@given(
+    st.lists(
+        st.one_of(st.integers(0, 99), st.sampled_from(["pools", "engine", "x_y", "global"])), min_size=1, max_size=6
+    )
+)
 def test_fmt_loc_spells_indices_in_brackets(loc: list[object]) -> None:
     text = fmt_loc(loc)
     expected = ""

@@ -77,30 +77,64 @@ def test_minimal_graph_loads_and_expands(tmp_path: Path) -> None:
     ("old", "new", "key", "text"),
     [
         ("n: 2560, k: 2048}", "n: 2560}", "layer_kinds[0].nodes[1].k", "missing required key 'k' for op GEMM"),
-        ("{op: Elementwise, role: input_norm}", "{op: Elementwise, role: input_norm, n: 3}",
-         "layer_kinds[0].nodes[0].n", "key 'n' is not used by op Elementwise; Elementwise takes bytes_per_token"),
-        ("kind: gqa", "kind: linear", "layer_kinds[0].nodes[2].kind", "'linear' is not one of gqa, mla, sparse_mla, swa"),
-        ("kind: gqa, n_q: 16, n_kv: 2", "kind: mla, n_q: 16, n_kv: 2", "layer_kinds[0].nodes[2].n_kv",
-         "n_kv must be 1, got 2"),
+        (
+            "{op: Elementwise, role: input_norm}",
+            "{op: Elementwise, role: input_norm, n: 3}",
+            "layer_kinds[0].nodes[0].n",
+            "key 'n' is not used by op Elementwise; Elementwise takes bytes_per_token",
+        ),
+        (
+            "kind: gqa",
+            "kind: linear",
+            "layer_kinds[0].nodes[2].kind",
+            "'linear' is not one of gqa, mla, sparse_mla, swa",
+        ),
+        (
+            "kind: gqa, n_q: 16, n_kv: 2",
+            "kind: mla, n_q: 16, n_kv: 2",
+            "layer_kinds[0].nodes[2].n_kv",
+            "n_kv must be 1, got 2",
+        ),
         ("kind: gqa", "kind: swa", "layer_kinds[0].nodes[2].window", "missing required key 'window' for swa"),
-        ("kind: gqa, n_q: 16, n_kv: 2", "kind: sparse_mla, n_q: 16, n_kv: 1", "layer_kinds[0].nodes[2].index_topk",
-         "needs index_topk or compress_ratio"),
+        (
+            "kind: gqa, n_q: 16, n_kv: 2",
+            "kind: sparse_mla, n_q: 16, n_kv: 1",
+            "layer_kinds[0].nodes[2].index_topk",
+            "needs index_topk or compress_ratio",
+        ),
         ("n_kv: 2", "n_kv: 32", "layer_kinds[0].nodes[2].n_kv", "n_kv 32 exceeds n_q 16"),
         ("emit: tensor_parallel}", "}", "layer_kinds[0].nodes[4].emit", "missing required key 'emit' for op AllReduce"),
         ("emit: tensor_parallel}", "emit: always}", "layer_kinds[0].nodes[4].emit", "'always' is not one of"),
         ("top_k: 8", "top_k: 200", "layer_kinds[1].nodes[0].top_k", "top_k 200 exceeds experts 128"),
-        ("op: GEMM, role: qkv_proj", "op: Gemm, role: qkv_proj", "layer_kinds[0].nodes[1].op",
-         "'Gemm' is not one of GEMM, GroupedGEMM, Attention, RecurrentUpdate"),
-        ("weight_dtype: bf16", "weight_dtype: fp6", "global.weight_dtype",
-         "'fp6' is not one of bf16, fp16, fp8, nvfp4, mxfp4, int8, int4, fp32"),
+        (
+            "op: GEMM, role: qkv_proj",
+            "op: Gemm, role: qkv_proj",
+            "layer_kinds[0].nodes[1].op",
+            "'Gemm' is not one of GEMM, GroupedGEMM, Attention, RecurrentUpdate",
+        ),
+        (
+            "weight_dtype: bf16",
+            "weight_dtype: fp6",
+            "global.weight_dtype",
+            "'fp6' is not one of bf16, fp16, fp8, nvfp4, mxfp4, int8, int4, fp32",
+        ),
         ("hidden_size: 2048", "hidden_size: 0", "global.hidden_size", "must be at least 1, got 0"),
         ("sha256: dddd", "sha256: xxdd", "derived_from.sha256", "must be 64 hexadecimal characters"),
-        ("edges: [[0, 1]]", "edges: [[0, 2]]", "layer_kinds[1].edges[0]", "must join two different node indices in 0..1"),
+        (
+            "edges: [[0, 1]]",
+            "edges: [[0, 2]]",
+            "layer_kinds[1].edges[0]",
+            "must join two different node indices in 0..1",
+        ),
         ("edges: [[0, 1]]", "edges: [[0, 1], [1, 0]]", "layer_kinds[1].edges", "form a cycle"),
         ("edges: [[0, 1]]", "edges: [[0, 1, 2]]", "layer_kinds[1].edges[0]", "must list at most 2 item(s)"),
         ("- id: moe", "- id: dense", "layer_kinds[1].id", "'dense' is declared twice"),
-        ("pattern: [moe, dense]", "pattern: [moe, dense2]", "stack.pattern[1]",
-         "'dense2' is not a declared layer kind; declared ids are: dense, moe"),
+        (
+            "pattern: [moe, dense]",
+            "pattern: [moe, dense2]",
+            "stack.pattern[1]",
+            "'dense2' is not a declared layer kind; declared ids are: dense, moe",
+        ),
         ("  repeat: 3\n", "", "stack.repeat", "missing required key 'repeat'"),
         ("name: tiny\n", "name: tiny\n_comment: hi\n", "_comment", "unknown key '_comment'"),
         ("global:", "globals:", "globals", "did you mean 'global'?"),
@@ -120,13 +154,16 @@ def test_stack_that_expands_to_nothing(tmp_path: Path) -> None:
 
 
 def test_speculator_and_recurrent_nodes(tmp_path: Path) -> None:
-    text = GRAPH.replace(
-        "stack:\n",
-        "  - id: mamba\n    nodes:\n      - {op: RecurrentUpdate, recurrent_kind: mamba2, n_heads: 64, state_size: 128,"
-        " n_groups: 8, conv_kernel: 4, intermediate_size: 4096, state_dtype: fp32}\n"
-        "  - id: kda\n    nodes:\n      - {op: RecurrentUpdate, recurrent_kind: kda, n_heads: 64, state_size: 128,"
-        " conv_kernel: 4}\nstack:\n",
-    ) + "speculator:\n  method: mtp\n  num_spec_tokens: 1\n  stack: {pattern: [mamba, kda], repeat: 1}\n"
+    text = (
+        GRAPH.replace(
+            "stack:\n",
+            "  - id: mamba\n    nodes:\n      - {op: RecurrentUpdate, recurrent_kind: mamba2, n_heads: 64, state_size: 128,"
+            " n_groups: 8, conv_kernel: 4, intermediate_size: 4096, state_dtype: fp32}\n"
+            "  - id: kda\n    nodes:\n      - {op: RecurrentUpdate, recurrent_kind: kda, n_heads: 64, state_size: 128,"
+            " conv_kernel: 4}\nstack:\n",
+        )
+        + "speculator:\n  method: mtp\n  num_spec_tokens: 1\n  stack: {pattern: [mamba, kda], repeat: 1}\n"
+    )
     g = load_graph(graph_file(tmp_path, text))
     assert g.speculator is not None and g.speculator.stack.expand() == ["mamba", "kda"]
     bad = text.replace("conv_kernel: 4, intermediate_size: 4096, ", "")
@@ -138,25 +175,32 @@ def test_speculator_and_recurrent_nodes(tmp_path: Path) -> None:
 
 def test_anchors_shared_between_layer_kinds(tmp_path: Path) -> None:
     text = GRAPH.replace("      - {op: All2All", "      - *experts\n      - {op: All2All").replace(
-        "edges: [[0, 1]]", "edges: [[0, 1], [1, 2]]")
+        "edges: [[0, 1]]", "edges: [[0, 1], [1, 2]]"
+    )
     g = load_graph(graph_file(tmp_path, text))
     moe = g.layer_kind("moe")
     assert moe.nodes[0] == moe.nodes[1] and moe.nodes[0] is not moe.nodes[1]
 
 
 @settings(max_examples=80, deadline=None)
-@given(pro=st.lists(st.sampled_from(["a", "b"]), max_size=4), pat=st.lists(st.sampled_from(["a", "b"]), max_size=4),
-       rep=st.integers(0, 20), epi=st.lists(st.sampled_from(["a", "b"]), max_size=4))
+@given(
+    pro=st.lists(st.sampled_from(["a", "b"]), max_size=4),
+    pat=st.lists(st.sampled_from(["a", "b"]), max_size=4),
+    rep=st.integers(0, 20),
+    epi=st.lists(st.sampled_from(["a", "b"]), max_size=4),
+)
 def test_stack_expansion_length(pro: list[str], pat: list[str], rep: int, epi: list[str]) -> None:
     s = Stack(prologue=pro, pattern=pat, repeat=rep, epilogue=epi)
     out = s.expand()
     assert len(out) == len(pro) + len(pat) * rep + len(epi)
-    assert out[: len(pro)] == pro and (not epi or out[-len(epi):] == epi)
+    assert out[: len(pro)] == pro and (not epi or out[-len(epi) :] == epi)
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.sampled_from(["GEMM", "GroupedGEMM", "Attention", "RecurrentUpdate", "Elementwise", "AllReduce"]),
-       st.sampled_from(["n", "k", "experts", "kind", "n_q", "recurrent_kind", "bytes_per_token", "window"]))
+@given(
+    st.sampled_from(["GEMM", "GroupedGEMM", "Attention", "RecurrentUpdate", "Elementwise", "AllReduce"]),
+    st.sampled_from(["n", "k", "experts", "kind", "n_q", "recurrent_kind", "bytes_per_token", "window"]),
+)
 def test_keys_foreign_to_an_op_are_rejected(op: str, key: str) -> None:
     from latencykernel.documents.graph import OP_KEYS
 
@@ -171,9 +215,11 @@ def test_keys_foreign_to_an_op_are_rejected(op: str, key: str) -> None:
 
 def test_model_identity(tmp_path: Path) -> None:
     p = tmp_path / "model.yaml"
-    p.write_text("name: tiny\nsource:\n  provider: huggingface\n  repo: example/Tiny\n"
-                 "  revision: 0123456789abcdef0123456789abcdef01234567\n  retrieved: 2026-01-01\n"
-                 "  revision_verified: true\n")
+    p.write_text(
+        "name: tiny\nsource:\n  provider: huggingface\n  repo: example/Tiny\n"
+        "  revision: 0123456789abcdef0123456789abcdef01234567\n  retrieved: 2026-01-01\n"
+        "  revision_verified: true\n"
+    )
     m = load_model_identity(p)
     assert m.source.retrieved == "2026-01-01" and m.source.repo == "example/Tiny"
     p.write_text("name: tiny\n_comment: no\nsource: {provider: hf, repo: a/b, revision: r}\n")
@@ -182,12 +228,17 @@ def test_model_identity(tmp_path: Path) -> None:
 
 
 def test_graph_is_assignable_and_models_are_strict() -> None:
-    g = validate(ModelGraph, {
-        "kind": "ModelGraph", "name": "x",
-        "derived_from": {"format": "f", "path": "p", "sha256": "a" * 64, "deriver_version": 1},
-        "global": {"hidden_size": 8, "vocab_size": 8, "weight_dtype": "bf16"},
-        "layer_kinds": [{"id": "l", "nodes": [{"op": "Elementwise"}]}],
-        "stack": {"prologue": ["l"]},
-    }, "<memory>")
+    g = validate(
+        ModelGraph,
+        {
+            "kind": "ModelGraph",
+            "name": "x",
+            "derived_from": {"format": "f", "path": "p", "sha256": "a" * 64, "deriver_version": 1},
+            "global": {"hidden_size": 8, "vocab_size": 8, "weight_dtype": "bf16"},
+            "layer_kinds": [{"id": "l", "nodes": [{"op": "Elementwise"}]}],
+            "stack": {"prologue": ["l"]},
+        },
+        "<memory>",
+    )
     g.global_.weight_dtype = "fp8"
     assert g.global_.weight_dtype == "fp8" and g.expand() == ["l"]

@@ -54,8 +54,17 @@ def test_minimal_bundle_loads_with_unstated_settings_none(tmp_path: Path) -> Non
     pool = dep.pools[0]
     assert pool.parallel.tp == 2 and pool.parallel.pcp is None and pool.parallel.dcp is None
     assert pool.engine.cache_dtype == "fp8" and pool.engine.block_size == 16
-    for key in ("async_scheduling", "enable_prefix_caching", "disable_cascade_attn", "cudagraph_mode",
-                "gpu_memory_utilization", "speculative", "dbo", "eplb", "dcp_q_replicate"):
+    for key in (
+        "async_scheduling",
+        "enable_prefix_caching",
+        "disable_cascade_attn",
+        "cudagraph_mode",
+        "gpu_memory_utilization",
+        "speculative",
+        "dbo",
+        "eplb",
+        "dcp_q_replicate",
+    ):
         assert getattr(pool.engine, key) is None, key
 
 
@@ -67,16 +76,30 @@ def test_engine_fields_are_assignable(tmp_path: Path) -> None:
 
 def test_every_engine_key_of_the_spec_is_accepted() -> None:
     keys = {
-        "all2all_backend": "naive", "disable_custom_all_reduce": True, "allreduce_backend": "nccl",
-        "cudagraph_mode": "PIECEWISE", "async_scheduling": False, "disable_cascade_attn": True,
-        "enable_prefix_caching": False, "block_size": 64, "max_num_batched_tokens": 8192,
-        "max_num_seqs": 256, "max_model_len": 32768, "quantization": "fp8", "cache_dtype": "fp8",
-        "mamba_cache_dtype": "float32", "mamba_ssm_cache_dtype": "float32", "mamba_cache_mode": "align",
-        "gpu_memory_utilization": 1, "scheduling_policy": "fcfs",
+        "all2all_backend": "naive",
+        "disable_custom_all_reduce": True,
+        "allreduce_backend": "nccl",
+        "cudagraph_mode": "PIECEWISE",
+        "async_scheduling": False,
+        "disable_cascade_attn": True,
+        "enable_prefix_caching": False,
+        "block_size": 64,
+        "max_num_batched_tokens": 8192,
+        "max_num_seqs": 256,
+        "max_model_len": 32768,
+        "quantization": "fp8",
+        "cache_dtype": "fp8",
+        "mamba_cache_dtype": "float32",
+        "mamba_ssm_cache_dtype": "float32",
+        "mamba_cache_mode": "align",
+        "gpu_memory_utilization": 1,
+        "scheduling_policy": "fcfs",
         "dbo": {"enable_dbo": True, "dbo_decode_token_threshold": 32, "dbo_prefill_token_threshold": 512},
         "eplb": {"enable_eplb": True, "num_redundant_experts": 32, "window_size": 1000, "step_interval": 3000},
-        "speculative": {"method": "mtp", "num_spec_tokens": 1}, "dcp_comm_backend": "ag_rs",
-        "cp_kv_cache_interleave_size": 16, "dcp_q_replicate": False,
+        "speculative": {"method": "mtp", "num_spec_tokens": 1},
+        "dcp_comm_backend": "ag_rs",
+        "cp_kv_cache_interleave_size": 16,
+        "dcp_q_replicate": False,
     }
     e = validate(Engine, keys, "<memory>")
     assert e.eplb is not None and e.eplb.num_redundant_experts == 32
@@ -86,26 +109,48 @@ def test_every_engine_key_of_the_spec_is_accepted() -> None:
 @pytest.mark.parametrize(
     ("old", "new", "key", "parts"),
     [
-        ("cache_dtype: fp8", "cache_dtpye: fp8", "pools[0].engine.cache_dtpye",
-         ["unknown key 'cache_dtpye'", "accepted keys are:", "cache_dtype", "block_size"]),
-        ("block_size: 16", "block_size: sixteen", "pools[0].engine.block_size",
-         ["expected an integer, got 'sixteen'"]),
+        (
+            "cache_dtype: fp8",
+            "cache_dtpye: fp8",
+            "pools[0].engine.cache_dtpye",
+            ["unknown key 'cache_dtpye'", "accepted keys are:", "cache_dtype", "block_size"],
+        ),
+        ("block_size: 16", "block_size: sixteen", "pools[0].engine.block_size", ["expected an integer, got 'sixteen'"]),
         ("tp: 2,", "tp: 0,", "pools[0].parallel.tp", ["must be at least 1, got 0"]),
-        ("block_size: 16", "cudagraph_mode: FOO\n      allreduce_backend: fast", "pools[0].engine.allreduce_backend",
-         ["'fast' is not one of custom, nccl"]),
+        (
+            "block_size: 16",
+            "cudagraph_mode: FOO\n      allreduce_backend: fast",
+            "pools[0].engine.allreduce_backend",
+            ["'fast' is not one of custom, nccl"],
+        ),
         ("role: colocated", "role: mixed", "pools[0].role", ["'mixed' is not one of colocated, prefill, decode"]),
-        ("enable_expert_parallel: false", "enable_expert_parallel: maybe", "pools[0].parallel.enable_expert_parallel",
-         ["expected true or false, got 'maybe'"]),
-        ("block_size: 16", "gpu_memory_utilization: 0", "pools[0].engine.gpu_memory_utilization",
-         ["must be greater than 0"]),
-        ("block_size: 16", "speculative: {num_spec_tokens: 2}", "pools[0].engine.speculative.method",
-         ["missing required key 'method'"]),
-        ("block_size: 16", "eplb: {enable_eplb: true, windw: 3}", "pools[0].engine.eplb.windw",
-         ["unknown key 'windw'", "window_size"]),
+        (
+            "enable_expert_parallel: false",
+            "enable_expert_parallel: maybe",
+            "pools[0].parallel.enable_expert_parallel",
+            ["expected true or false, got 'maybe'"],
+        ),
+        (
+            "block_size: 16",
+            "gpu_memory_utilization: 0",
+            "pools[0].engine.gpu_memory_utilization",
+            ["must be greater than 0"],
+        ),
+        (
+            "block_size: 16",
+            "speculative: {num_spec_tokens: 2}",
+            "pools[0].engine.speculative.method",
+            ["missing required key 'method'"],
+        ),
+        (
+            "block_size: 16",
+            "eplb: {enable_eplb: true, windw: 3}",
+            "pools[0].engine.eplb.windw",
+            ["unknown key 'windw'", "window_size"],
+        ),
     ],
 )
-def test_deployment_defects_are_plain_sentences(tmp_path: Path, old: str, new: str, key: str,
-                                                 parts: list[str]) -> None:
+def test_deployment_defects_are_plain_sentences(tmp_path: Path, old: str, new: str, key: str, parts: list[str]) -> None:
     p = bundle(tmp_path, deployment=DEPLOYMENT.replace(old, new))
     e = error(p)
     msg = str(e)
@@ -122,12 +167,25 @@ def test_deployment_defects_are_plain_sentences(tmp_path: Path, old: str, new: s
         ("model: tiny\n", "", "model", "missing required key 'model'"),
         ('engine_version: "0.31.0"', "engine_version: 0.31", "engine_version", "expected a string, got 0.31"),
         ("coefficients: [set-a]", "coefficients: []", "coefficients", "must list at least 1 item(s), got 0"),
-        ("  nodes: 1\n", "  nodes: 1\n  gpus_per_rack: 12\n", "cluster.gpus_per_rack",
-         "12 is not a multiple of gpus_per_node 8"),
-        ("  hardware: h100", "  hardwre: h100", "cluster.hardwre", "accepted keys are: hardware, fabric, nodes, gpus_per_node, gpus_per_rack, storage; did you mean 'hardware'?"),
+        (
+            "  nodes: 1\n",
+            "  nodes: 1\n  gpus_per_rack: 12\n",
+            "cluster.gpus_per_rack",
+            "12 is not a multiple of gpus_per_node 8",
+        ),
+        (
+            "  hardware: h100",
+            "  hardwre: h100",
+            "cluster.hardwre",
+            "accepted keys are: hardware, fabric, nodes, gpus_per_node, gpus_per_rack, storage; did you mean 'hardware'?",
+        ),
         ("kind: Scenario", "kind: Scenery", "kind", "'Scenery' is not one of Scenario"),
-        ("name: s1\n", "name: s1\nworkload: {shape: chatbot, trace: {data: x.csv}}\n", "workload",
-         "state exactly one of 'shape'"),
+        (
+            "name: s1\n",
+            "name: s1\nworkload: {shape: chatbot, trace: {data: x.csv}}\n",
+            "workload",
+            "state exactly one of 'shape'",
+        ),
     ],
 )
 def test_scenario_defects(tmp_path: Path, old: str, new: str, key: str, text: str) -> None:
@@ -197,20 +255,39 @@ def test_prefill_decode_pair_loads(tmp_path: Path) -> None:
     [
         (PD_SCENARIO, PD.replace("role: decode", "role: colocated"), "pools[0].role", "cannot sit beside a colocated"),
         (PD_SCENARIO, PD.replace("role: decode", "role: prefill"), "pools[0].role", "needs a decode pool"),
-        (PD_SCENARIO, PD.replace("pd_transfer: {connector: NixlConnector}\n", ""), "pd_transfer",
-         "needs a pd_transfer block"),
+        (
+            PD_SCENARIO,
+            PD.replace("pd_transfer: {connector: NixlConnector}\n", ""),
+            "pd_transfer",
+            "needs a pd_transfer block",
+        ),
         (PD_SCENARIO.replace("nodes: 2", "nodes: 3"), PD, "pools", "add up to 2 but cluster.nodes is 3"),
         (PD_SCENARIO.replace("  fabric: ib-400g\n", ""), PD, "cluster.fabric", "a cluster of 2 nodes needs a fabric"),
-        (SCENARIO, DEPLOYMENT.replace("tp: 2, pp: 1, dp: 1", "tp: 4, pp: 1, dp: 4"), "pools[0].parallel",
-         "needs pp*tp*pcp*dp = 1*4*1*4 = 16 GPUs but the pool has nodes 1 x gpus_per_node 8 = 8"),
-        (SCENARIO, DEPLOYMENT.replace("dp: 1,", "dp: 2, pcp: 2,"), "pools[0].parallel.pcp",
-         "excludes data parallelism"),
+        (
+            SCENARIO,
+            DEPLOYMENT.replace("tp: 2, pp: 1, dp: 1", "tp: 4, pp: 1, dp: 4"),
+            "pools[0].parallel",
+            "needs pp*tp*pcp*dp = 1*4*1*4 = 16 GPUs but the pool has nodes 1 x gpus_per_node 8 = 8",
+        ),
+        (
+            SCENARIO,
+            DEPLOYMENT.replace("dp: 1,", "dp: 2, pcp: 2,"),
+            "pools[0].parallel.pcp",
+            "excludes data parallelism",
+        ),
         (SCENARIO, DEPLOYMENT.replace("dp: 1,", "dp: 1, dcp: 4,"), "pools[0].parallel.dcp", "4 does not divide tp 2"),
-        (SCENARIO, DEPLOYMENT.replace("dp: 1,", "dp: 1, pcp: 2, dcp: 3,"), "pools[0].parallel.dcp",
-         "dcp must be 1, 2 (pcp) or 4 (tp*pcp)"),
-        (SCENARIO.replace("  nodes: 1\n", "  nodes: 1\n  storage: [cpu_dram]\n"),
-         DEPLOYMENT + "offload:\n  tiers:\n    - {tier: nvme_gen4, bytes: 1000}\n", "offload.tiers[0].tier",
-         "'nvme_gen4' is not in cluster.storage (cpu_dram)"),
+        (
+            SCENARIO,
+            DEPLOYMENT.replace("dp: 1,", "dp: 1, pcp: 2, dcp: 3,"),
+            "pools[0].parallel.dcp",
+            "dcp must be 1, 2 (pcp) or 4 (tp*pcp)",
+        ),
+        (
+            SCENARIO.replace("  nodes: 1\n", "  nodes: 1\n  storage: [cpu_dram]\n"),
+            DEPLOYMENT + "offload:\n  tiers:\n    - {tier: nvme_gen4, bytes: 1000}\n",
+            "offload.tiers[0].tier",
+            "'nvme_gen4' is not in cluster.storage (cpu_dram)",
+        ),
     ],
 )
 def test_cross_checks(tmp_path: Path, scenario: str, deployment: str, key: str, text: str) -> None:
@@ -221,18 +298,41 @@ def test_cross_checks(tmp_path: Path, scenario: str, deployment: str, key: str, 
 
 
 def _docs(tp: int, dp: int, pcp: int, dcp: int, nodes: int, gpn: int) -> tuple[Scenario, Deployment]:
-    sc = validate(Scenario, {"kind": "Scenario", "name": "s", "model": "m", "coefficients": ["c"],
-                             "engine_version": "0.31.0",
-                             "cluster": {"hardware": "h", "fabric": "f", "nodes": nodes, "gpus_per_node": gpn}}, "x")
-    dep = validate(Deployment, {"kind": "Deployment", "name": "d", "pools": [{
-        "role": "colocated", "nodes": nodes,
-        "parallel": {"tp": tp, "pp": 1, "dp": dp, "pcp": pcp, "dcp": dcp}}]}, "x")
+    sc = validate(
+        Scenario,
+        {
+            "kind": "Scenario",
+            "name": "s",
+            "model": "m",
+            "coefficients": ["c"],
+            "engine_version": "0.31.0",
+            "cluster": {"hardware": "h", "fabric": "f", "nodes": nodes, "gpus_per_node": gpn},
+        },
+        "x",
+    )
+    dep = validate(
+        Deployment,
+        {
+            "kind": "Deployment",
+            "name": "d",
+            "pools": [
+                {"role": "colocated", "nodes": nodes, "parallel": {"tp": tp, "pp": 1, "dp": dp, "pcp": pcp, "dcp": dcp}}
+            ],
+        },
+        "x",
+    )
     return sc, dep
 
 
 @settings(max_examples=150, deadline=None)
-@given(tp=st.sampled_from([1, 2, 3, 4, 8, 16]), dp=st.integers(1, 4), pcp=st.integers(0, 4),
-       dcp=st.integers(0, 16), nodes=st.integers(1, 4), gpn=st.sampled_from([4, 8]))
+@given(
+    tp=st.sampled_from([1, 2, 3, 4, 8, 16]),
+    dp=st.integers(1, 4),
+    pcp=st.integers(0, 4),
+    dcp=st.integers(0, 16),
+    nodes=st.integers(1, 4),
+    gpn=st.sampled_from([4, 8]),
+)
 def test_parallel_rules_exactly(tp: int, dp: int, pcp: int, dcp: int, nodes: int, gpn: int) -> None:
     sc, dep = _docs(tp, dp, pcp, dcp, nodes, gpn)
     ok = True

@@ -35,8 +35,14 @@ REF_REGISTRY = SHARED / "reference" / "blis-registry" / "coefficients"
 
 CHIPS = ["h100", "h200", "b200", "b300", "gb200-nvl72", "gb300", "a100-80", "a100-sxm", "l40s"]
 FABRICS = ["ib-400g", "roce-200g", "ethernet-100gbe"]
-SETS = ["cost-model-primitives", "cost-model-collectives", "cost-model-attention",
-        "cost-model-host-overheads", "cost-model-recurrent", "cost-model-memory"]
+SETS = [
+    "cost-model-primitives",
+    "cost-model-collectives",
+    "cost-model-attention",
+    "cost-model-host-overheads",
+    "cost-model-recurrent",
+    "cost-model-memory",
+]
 STORAGE_CLASSES = ["nvme_gen4", "nvme_gen3", "sata_ssd", "cpu_dram", "s3"]
 
 ALL_YAML = sorted(DATA.rglob("*.yaml"))
@@ -167,19 +173,36 @@ def _needed_names(chip: str) -> list[str]:
     dtypes = ["bf16"] + (["fp8"] if c.TFlopsFP8 > 0 else []) + (["nvfp4"] if (c.TFlopsNVFP4 or 0) > 0 else [])
     names = ["hbm_derate", "moe_routing_imbalance_median", "host_link_bandwidth", "engine_workspace_bytes"]
     names += [f"gemm_{p}_{d}" for d in dtypes for p in ("eps_max", "m_half")]
-    names += ["attention_decode_floor", "attention_decode_rate", "attention_prefill_floor",
-              "attention_prefill_work_scale", "attention_decode_floor_swa", "attention_decode_rate_swa"]
-    names += ["host_admission_per_request", "host_admission_per_token", "host_output_token", "host_completion",
-              "host_launch_eager_per_layer", "host_replay_graph_per_step", "host_launch_per_kernel"]
+    names += [
+        "attention_decode_floor",
+        "attention_decode_rate",
+        "attention_prefill_floor",
+        "attention_prefill_work_scale",
+        "attention_decode_floor_swa",
+        "attention_decode_rate_swa",
+    ]
+    names += [
+        "host_admission_per_request",
+        "host_admission_per_token",
+        "host_output_token",
+        "host_completion",
+        "host_launch_eager_per_layer",
+        "host_replay_graph_per_step",
+        "host_launch_per_kernel",
+    ]
     names += [f"activation_buffer_count_{fam}_{n}rank" for fam in ("dense", "moe") for n in (1, 2, 4, 8)]
     names += ["activation_scratch_floor_bytes"]
-    names += [f"cudagraph_capture_bytes_{m}" for m in ("piecewise", "full", "full_and_piecewise",
-                                                       "full_decode_only", "none")]
+    names += [
+        f"cudagraph_capture_bytes_{m}" for m in ("piecewise", "full", "full_and_piecewise", "full_decode_only", "none")
+    ]
     names += [f"nccl_communicator_bytes_{n}rank" for n in (2, 4, 8)]
     key = chip.replace("-", "_")
-    names += [f"collective_{p}_{op}_fp16_{n}rank_{key}"
-              for op in ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
-              for n in (2, 4, 8, 16) for p in ("floor", "peak_rate", "transition_rate")]
+    names += [
+        f"collective_{p}_{op}_fp16_{n}rank_{key}"
+        for op in ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
+        for n in (2, 4, 8, 16)
+        for p in ("floor", "peak_rate", "transition_rate")
+    ]
     return names
 
 
@@ -261,11 +284,33 @@ def test_every_scenario_names_shipped_documents(path: Path):
     assert sum(p.nodes for p in deployment.pools) == cl.nodes
 
 
-EXAMPLE_MODELS = ["deepseek-v3", "deepseek-r1", "llama-3.1-8b-instruct", "llama-3.1-70b-instruct", "qwen3-32b",
-                  "qwen3-30b-a3b", "qwen3-235b-a22b", "mixtral-8x7b-v0.1", "gpt-oss-120b", "minimax-m2.5",
-                  "kimi-k2.5", "glm-5", "qwen3.5-397b-a17b", "gpt2-xl", "deepseek-v4-pro", "minimax-m3"]
-STATED = ["cache_dtype", "block_size", "max_num_batched_tokens", "max_num_seqs", "max_model_len",
-          "cudagraph_mode", "gpu_memory_utilization"]
+EXAMPLE_MODELS = [
+    "deepseek-v3",
+    "deepseek-r1",
+    "llama-3.1-8b-instruct",
+    "llama-3.1-70b-instruct",
+    "qwen3-32b",
+    "qwen3-30b-a3b",
+    "qwen3-235b-a22b",
+    "mixtral-8x7b-v0.1",
+    "gpt-oss-120b",
+    "minimax-m2.5",
+    "kimi-k2.5",
+    "glm-5",
+    "qwen3.5-397b-a17b",
+    "gpt2-xl",
+    "deepseek-v4-pro",
+    "minimax-m3",
+]
+STATED = [
+    "cache_dtype",
+    "block_size",
+    "max_num_batched_tokens",
+    "max_num_seqs",
+    "max_model_len",
+    "cudagraph_mode",
+    "gpu_memory_utilization",
+]
 
 
 def test_examples_cover_every_shipped_model_and_state_every_setting():
@@ -283,7 +328,12 @@ def test_ep16_and_disaggregated_examples():
     s, d = load_bundle(SCENARIOS / "examples" / "minimax-m2.5-h200-ep16.yaml")
     assert (s.cluster.hardware, s.cluster.nodes, s.cluster.gpus_per_node, s.cluster.fabric) == ("h200", 2, 8, "ib-400g")
     (p,) = d.pools
-    assert (p.parallel.tp, p.parallel.dp, p.parallel.enable_expert_parallel, p.engine.quantization) == (8, 2, True, "fp8")
+    assert (p.parallel.tp, p.parallel.dp, p.parallel.enable_expert_parallel, p.engine.quantization) == (
+        8,
+        2,
+        True,
+        "fp8",
+    )
     s, d = load_bundle(SCENARIOS / "examples" / "deepseek-v3-h200-disagg.yaml")
     assert sorted(p.role for p in d.pools) == ["decode", "prefill"]
     assert d.pd_transfer is not None and d.pd_transfer.connector == "NixlConnector"
@@ -293,16 +343,29 @@ def test_ep16_and_disaggregated_examples():
 def test_acceptance_bundle_states_what_the_guide_states():
     s, d = load_bundle(SCENARIOS / "aisimulate" / "deepseek-v3-h200-fp8-sglang-tp8.yaml")
     assert (s.name, s.engine_version, s.model) == ("deepseek-v3-h200-fp8-sglang-tp8", "0.29.0", "deepseek-v3")
-    assert list(s.coefficients) == ["cost-model-primitives", "cost-model-collectives", "cost-model-host-overheads",
-                                    "cost-model-attention", "cost-model-recurrent", "cost-model-memory"]
+    assert list(s.coefficients) == [
+        "cost-model-primitives",
+        "cost-model-collectives",
+        "cost-model-host-overheads",
+        "cost-model-attention",
+        "cost-model-recurrent",
+        "cost-model-memory",
+    ]
     assert (s.cluster.hardware, s.cluster.nodes, s.cluster.gpus_per_node, s.cluster.fabric) == ("h200", 1, 8, None)
     (p,) = d.pools
     assert (p.role, p.nodes) == ("colocated", 1)
     assert (p.parallel.tp, p.parallel.pp, p.parallel.dp, p.parallel.enable_expert_parallel) == (8, 1, 1, False)
     e = p.engine
-    assert (e.quantization, e.cache_dtype, e.block_size, e.max_num_batched_tokens, e.max_num_seqs,
-            e.max_model_len, e.cudagraph_mode, e.gpu_memory_utilization) == (
-        "fp8", "fp8", 16, 8192, 256, 32768, "PIECEWISE", 0.9)
+    assert (
+        e.quantization,
+        e.cache_dtype,
+        e.block_size,
+        e.max_num_batched_tokens,
+        e.max_num_seqs,
+        e.max_model_len,
+        e.cudagraph_mode,
+        e.gpu_memory_utilization,
+    ) == ("fp8", "fp8", 16, 8192, 256, 32768, "PIECEWISE", 0.9)
 
 
 # --------------------------------------------------------------------------- reference twins
@@ -324,9 +387,15 @@ def _reference_facts(path: Path) -> dict:
         sets = list(scen["coefficients"])
         if "cost-model-memory" not in sets:
             sets.append("cost-model-memory")  # the current kernel requires the memory set
-    return {"model": scen["model"], "hardware": hardware, "nodes": scen["cluster"]["nodes"],
-            "gpus_per_node": scen["cluster"]["gpus_per_node"], "engine_version": scen["engine_version"],
-            "coefficients": sets, "pools": dep["pools"]}
+    return {
+        "model": scen["model"],
+        "hardware": hardware,
+        "nodes": scen["cluster"]["nodes"],
+        "gpus_per_node": scen["cluster"]["gpus_per_node"],
+        "engine_version": scen["engine_version"],
+        "coefficients": sets,
+        "pools": dep["pools"],
+    }
 
 
 @needs_shared
@@ -337,9 +406,15 @@ def test_every_reference_aisimulate_scenario_has_a_twin(ref: Path):
     want = _reference_facts(ref)
     docs = list(yaml.safe_load_all(twin.read_text()))
     scen, dep = docs
-    got = {"model": scen["model"], "hardware": scen["cluster"]["hardware"], "nodes": scen["cluster"]["nodes"],
-           "gpus_per_node": scen["cluster"]["gpus_per_node"], "engine_version": scen["engine_version"],
-           "coefficients": list(scen["coefficients"]), "pools": dep["pools"]}
+    got = {
+        "model": scen["model"],
+        "hardware": scen["cluster"]["hardware"],
+        "nodes": scen["cluster"]["nodes"],
+        "gpus_per_node": scen["cluster"]["gpus_per_node"],
+        "engine_version": scen["engine_version"],
+        "coefficients": list(scen["coefficients"]),
+        "pools": dep["pools"],
+    }
     assert got == want
 
 

@@ -115,8 +115,9 @@ def test_disaggregated_pools_open_separately() -> None:
 
 def test_pd_transfer_takes_nvlink_on_a_node_and_the_fabric_across_nodes() -> None:
     k = lk.open(EP16)  # 8 x H200 per node (450 GB/s NVLink), InfiniBand 400G (50 GB/s) between
-    floor = k.constants.collectives[next(key for key in k.constants.collectives
-                                         if key[0].value == "All2All" and key[1].value == "expert")].floor_s
+    floor = k.constants.collectives[
+        next(key for key in k.constants.collectives if key[0].value == "All2All" and key[1].value == "expert")
+    ].floor_s
     tokens = 4096
     nbytes = tokens * k.kv_bytes_per_token()
     same = k.pd_transfer_time(tokens, Placement(node=0), Placement(node=0))

@@ -22,13 +22,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import latencykernel as lk
+from _deployments import DEPLOYMENTS, PREFILL_FALLBACK, kernel
 from latencykernel import Batch, Resource
 from latencykernel.kernel.fast import build_fast_plan
 from latencykernel.kernel.step import price_step
 
-from _deployments import DEPLOYMENTS, PREFILL_FALLBACK, kernel
-
 NS = 1e-9
+
+
 def request() -> st.SearchStrategy[tuple[int, int]]:
     decode = st.tuples(st.sampled_from([0, 1, 1, 1, 2, 4, 8]), st.integers(0, 70_000))
     prefill = st.tuples(st.integers(9, 9000), st.one_of(st.just(0), st.integers(0, 40_000)))
@@ -116,14 +117,16 @@ def variants(c):  # constants no catalog deployment has, to reach every branch o
     yield "no-sm-count", dataclasses.replace(c, sm_count=0)
     plan = copy.deepcopy(c.plan)
     for lp in plan.layers:
-        lp.attentions = [dataclasses.replace(s, window=512, compress_ratio=4) if not s.holds_kv else s
-                         for s in lp.attentions]
+        lp.attentions = [
+            dataclasses.replace(s, window=512, compress_ratio=4) if not s.holds_kv else s for s in lp.attentions
+        ]
     yield "windowed-indexer", dataclasses.replace(c, plan=plan)
     assert a is not None
 
 
-@pytest.mark.parametrize("name", ["mla-guide", "sparse-mla", "dcp-sparse", "sliding-window", "recurrent",
-                                  "moe-ep16-deepep"])
+@pytest.mark.parametrize(
+    "name", ["mla-guide", "sparse-mla", "dcp-sparse", "sliding-window", "recurrent", "moe-ep16-deepep"]
+)
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batch=batches)
 def test_fused_path_on_unusual_constants(name: str, batch: Batch) -> None:
@@ -188,7 +191,10 @@ def test_every_embedded_deployment_takes_the_fast_path(name: str, pool: int) -> 
     assert k._fast is not None
     for b in FIXED:
         assert_same_estimate(k.step_time(b), k._reference_step(b))
-    r = k.step_times([i for i, b in enumerate(FIXED[:4]) for _ in b.scheduled],
-                     [s for b in FIXED[:4] for s in b.scheduled], [c for b in FIXED[:4] for c in b.computed],
-                     decode_threshold=8)
+    r = k.step_times(
+        [i for i, b in enumerate(FIXED[:4]) for _ in b.scheduled],
+        [s for b in FIXED[:4] for s in b.scheduled],
+        [c for b in FIXED[:4] for c in b.computed],
+        decode_threshold=8,
+    )
     assert list(r) == [k.step_time(b) for b in FIXED[:4]]

@@ -52,8 +52,12 @@ def test_regenerate_check_passes() -> None:
 
 
 def test_regenerate_check_as_a_module_command() -> None:
-    done = subprocess.run([sys.executable, "-m", "latencykernel.derive.regenerate", "--check"],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "latencykernel.derive.regenerate", "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -97,6 +101,7 @@ def test_models_can_be_found_by_repo_id() -> None:
 
 
 # -- structural validity per catalog-schemas §3.2 --------------------------------------------
+
 
 def check_node(node: dict[str, Any]) -> None:
     """The node validates as a ``documents.graph.Node`` (keys per op, types, ranges, dtypes,

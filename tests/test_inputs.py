@@ -26,17 +26,23 @@ layer_kinds:
     edges: [[0, 1], [1, 2]]
 stack: {pattern: [dense], repeat: 4}
 """ % ("d" * 64)
-H100 = ("Provenance: vendor_spec\nTFlopsPeak: 989.5\nTFlopsFP8: 1979.0\nBwPeakTBs: 3.35\nMemoryGiB: 80.0\n"
-        "IntraNodeBwGBps: 450\nSMCount: 132\nGPUsPerNode: 8\n")
-GB200 = ("Provenance: vendor_spec\nTFlopsPeak: 2500\nTFlopsFP8: 5000\nTFlopsNVFP4: 10000\nBwPeakTBs: 8\n"
-         "MemoryGiB: 173.2\nIntraNodeBwGBps: 900\nIntraRackBwGBps: 900\nSMCount: 148\nGPUsPerNode: 4\n"
-         "GPUsPerRack: 72\n")
+H100 = (
+    "Provenance: vendor_spec\nTFlopsPeak: 989.5\nTFlopsFP8: 1979.0\nBwPeakTBs: 3.35\nMemoryGiB: 80.0\n"
+    "IntraNodeBwGBps: 450\nSMCount: 132\nGPUsPerNode: 8\n"
+)
+GB200 = (
+    "Provenance: vendor_spec\nTFlopsPeak: 2500\nTFlopsFP8: 5000\nTFlopsNVFP4: 10000\nBwPeakTBs: 8\n"
+    "MemoryGiB: 173.2\nIntraNodeBwGBps: 900\nIntraRackBwGBps: 900\nSMCount: 148\nGPUsPerNode: 4\n"
+    "GPUsPerRack: 72\n"
+)
 
 
 def coefficient_set(name: str, value: float = 0.9) -> str:
-    return (f"kind: CoefficientSet\nname: {name}\ncoefficients:\n  - hbm_derate:\n      value: {value}\n"
-            "      units: dimensionless\n      method: measured\n      fitted: false\n"
-            "      scope: {hardware: [h100, gb200-nvl72]}\n")
+    return (
+        f"kind: CoefficientSet\nname: {name}\ncoefficients:\n  - hbm_derate:\n      value: {value}\n"
+        "      units: dimensionless\n      method: measured\n      fitted: false\n"
+        "      scope: {hardware: [h100, gb200-nvl72]}\n"
+    )
 
 
 BUNDLE = """\
@@ -86,15 +92,24 @@ def repos(tmp_path: Path) -> Repos:
     put(tmp_path, "scenarios/tiny-h100.yaml", BUNDLE)
     put(tmp_path, "scenarios/pd/tiny-pd.yaml", PD)
     put(tmp_path, "catalog/models/tiny/graph.yaml", GRAPH)
-    put(tmp_path, "catalog/models/tiny/model.yaml",
-        "name: tiny\nsource: {provider: huggingface, repo: Example/Tiny-LLM, revision: abc}\n")
-    put(tmp_path, "catalog/models/nograph/model.yaml",
-        "name: nograph\nsource: {provider: huggingface, repo: Example/No-Graph, revision: abc}\n")
+    put(
+        tmp_path,
+        "catalog/models/tiny/model.yaml",
+        "name: tiny\nsource: {provider: huggingface, repo: Example/Tiny-LLM, revision: abc}\n",
+    )
+    put(
+        tmp_path,
+        "catalog/models/nograph/model.yaml",
+        "name: nograph\nsource: {provider: huggingface, repo: Example/No-Graph, revision: abc}\n",
+    )
     put(tmp_path, "catalog/hardware/h100.yaml", H100)
     put(tmp_path, "catalog/hardware/gb200-nvl72.yaml", GB200)
     put(tmp_path, "catalog/networks/ib-400g.yaml", "Provenance: vendor_spec\nInterNodeBwGBps: 50\n")
-    put(tmp_path, "catalog/devices/storage.yaml",
-        "cpu_dram: {read_bandwidth_mb_s: 20000, write_bandwidth_mb_s: 20000, base_latency_us: 1}\n")
+    put(
+        tmp_path,
+        "catalog/devices/storage.yaml",
+        "cpu_dram: {read_bandwidth_mb_s: 20000, write_bandwidth_mb_s: 20000, base_latency_us: 1}\n",
+    )
     for name in ("set-a", "set-b", *DEFAULT_COEFFICIENTS):
         put(tmp_path, f"registry/coefficients/{name}.yaml", coefficient_set(name, 0.5 if name == "set-b" else 0.9))
     return Repos(tmp_path / "scenarios", str(tmp_path / "catalog"), tmp_path / "registry")
@@ -151,20 +166,40 @@ def test_edits_are_validated_like_files(repos: Repos) -> None:
 @pytest.mark.parametrize(
     ("edit", "key", "file_key", "text"),
     [
-        (lambda i: setattr(i.deployment.pools[0].engine, "block_size", "16"), "pools[0].engine.block_size",
-         "deployment", "expected an integer, got '16'"),
+        (
+            lambda i: setattr(i.deployment.pools[0].engine, "block_size", "16"),
+            "pools[0].engine.block_size",
+            "deployment",
+            "expected an integer, got '16'",
+        ),
         (lambda i: setattr(i.chip, "SMCount", 0), "SMCount", "chip", "must be at least 1"),
         (lambda i: setattr(i.model.global_, "weight_dtype", "fp6"), "global.weight_dtype", "model", "'fp6' is not one"),
         (lambda i: i.model.layer_kinds[0].edges.append([2, 0]), "layer_kinds[0].edges", "model", "form a cycle"),
-        (lambda i: setattr(i.coefficients[1].entries()[0][1], "method", "assumed"),
-         "coefficients[0].hbm_derate.rationale", "coefficients[1]", "needs a rationale"),
-        (lambda i: setattr(i.storage["cpu_dram"], "base_latency_us", -1), "cpu_dram.base_latency_us", "storage",
-         "must be greater than 0"),
+        (
+            lambda i: setattr(i.coefficients[1].entries()[0][1], "method", "assumed"),
+            "coefficients[0].hbm_derate.rationale",
+            "coefficients[1]",
+            "needs a rationale",
+        ),
+        (
+            lambda i: setattr(i.storage["cpu_dram"], "base_latency_us", -1),
+            "cpu_dram.base_latency_us",
+            "storage",
+            "must be greater than 0",
+        ),
         (lambda i: setattr(i.scenario.cluster, "nodes", 2), "pools", "scenario", "cluster.nodes is 2"),
-        (lambda i: setattr(i.deployment.offload.tiers[0], "tier", "nvme"), "offload.tiers[0].tier", "scenario",
-         "'nvme' is not in cluster.storage"),
-        (lambda i: setattr(i.deployment.pools[0], "engine", {"cache_dtpye": "fp8"}), "pools[0].engine.cache_dtpye",
-         "deployment", "unknown key 'cache_dtpye'"),
+        (
+            lambda i: setattr(i.deployment.offload.tiers[0], "tier", "nvme"),
+            "offload.tiers[0].tier",
+            "scenario",
+            "'nvme' is not in cluster.storage",
+        ),
+        (
+            lambda i: setattr(i.deployment.pools[0], "engine", {"cache_dtpye": "fp8"}),
+            "pools[0].engine.cache_dtpye",
+            "deployment",
+            "unknown key 'cache_dtpye'",
+        ),
     ],
 )
 def test_edit_defects_name_the_document_file(repos: Repos, edit, key: str, file_key: str, text: str) -> None:  # type: ignore[no-untyped-def]
@@ -198,18 +233,39 @@ def test_cached_documents_are_not_shared_between_opens(repos: Repos) -> None:
 @pytest.mark.parametrize(
     ("old", "new", "text"),
     [
-        ("model: tiny", "model: tinny", "scenario key model: 'tinny' has no graph at {catalog}/models/tinny/graph.yaml; "
-         "available models: tiny"),
-        ("hardware: h100", "hardware: h1000", "scenario key cluster.hardware: 'h1000' has no chip file at "
-         "{catalog}/hardware/h1000.yaml; available chips: h100"),
-        ("[set-a, set-b]", "[set-a, set-c]", "scenario key coefficients[1]: 'set-c' has no coefficient set at "
-         "{registry}/coefficients/set-c.yaml; available sets: set-"),
-        ('"0.31.0"', '"0.30.0"', 'engine_version: no engine rules for engine_version "0.30.0"; known versions are '
-         "0.29.0, 0.31.0"),
-        ("nodes: 1, gpus_per_node: 8,", "fabric: ib-100g, nodes: 1, gpus_per_node: 8,",
-         "scenario key cluster.fabric: 'ib-100g' has no fabric file at {catalog}/networks/ib-100g.yaml"),
-        ("storage: [cpu_dram]", "storage: [cpu_dram, nvme]", "cluster.storage[1]: 'nvme' is not a storage class in "
-         "{catalog}/devices/storage.yaml; known classes: cpu_dram"),
+        (
+            "model: tiny",
+            "model: tinny",
+            "scenario key model: 'tinny' has no graph at {catalog}/models/tinny/graph.yaml; available models: tiny",
+        ),
+        (
+            "hardware: h100",
+            "hardware: h1000",
+            "scenario key cluster.hardware: 'h1000' has no chip file at "
+            "{catalog}/hardware/h1000.yaml; available chips: h100",
+        ),
+        (
+            "[set-a, set-b]",
+            "[set-a, set-c]",
+            "scenario key coefficients[1]: 'set-c' has no coefficient set at "
+            "{registry}/coefficients/set-c.yaml; available sets: set-",
+        ),
+        (
+            '"0.31.0"',
+            '"0.30.0"',
+            'engine_version: no engine rules for engine_version "0.30.0"; known versions are 0.29.0, 0.31.0',
+        ),
+        (
+            "nodes: 1, gpus_per_node: 8,",
+            "fabric: ib-100g, nodes: 1, gpus_per_node: 8,",
+            "scenario key cluster.fabric: 'ib-100g' has no fabric file at {catalog}/networks/ib-100g.yaml",
+        ),
+        (
+            "storage: [cpu_dram]",
+            "storage: [cpu_dram, nvme]",
+            "cluster.storage[1]: 'nvme' is not a storage class in "
+            "{catalog}/devices/storage.yaml; known classes: cpu_dram",
+        ),
     ],
 )
 def test_names_that_resolve_to_no_file(repos: Repos, old: str, new: str, text: str) -> None:
@@ -255,8 +311,9 @@ def test_build_inputs_resolves_hf_id_and_chip_prefix(repos: Repos) -> None:
 def test_build_inputs_errors_match_files(repos: Repos) -> None:
     with pytest.raises(DocumentError) as ei:
         build_inputs("tiny", "h100", repos=repos, cache_dtpye="fp8")
-    assert str(ei.value).startswith("<memory>: pools[0].engine.cache_dtpye: unknown key 'cache_dtpye'; "
-                                    "accepted keys are: all2all_backend, ")
+    assert str(ei.value).startswith(
+        "<memory>: pools[0].engine.cache_dtpye: unknown key 'cache_dtpye'; accepted keys are: all2all_backend, "
+    )
     assert str(ei.value).endswith("; did you mean 'cache_dtype'?")
     with pytest.raises(DocumentError, match="<memory>: pools\\[0\\].parallel.tp: must be at least 1, got 0"):
         build_inputs("tiny", "h100", tp=0, repos=repos)
@@ -288,10 +345,12 @@ def test_repos_listings_and_lookups(repos: Repos, tmp_path: Path) -> None:
 
 
 def test_import_is_lazy() -> None:
-    code = ("import sys, latencykernel as lk; assert 'pydantic' not in sys.modules, 'pydantic'; "
-            "assert 'yaml' not in sys.modules, 'yaml'; lk.Repos; lk.DocumentError; lk.ReqShape; "
-            "assert 'pydantic' not in sys.modules; lk.open_inputs; assert 'pydantic' in sys.modules; "
-            "print(sorted(lk.__all__))")
+    code = (
+        "import sys, latencykernel as lk; assert 'pydantic' not in sys.modules, 'pydantic'; "
+        "assert 'yaml' not in sys.modules, 'yaml'; lk.Repos; lk.DocumentError; lk.ReqShape; "
+        "assert 'pydantic' not in sys.modules; lk.open_inputs; assert 'pydantic' in sys.modules; "
+        "print(sorted(lk.__all__))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "open_inputs" in out and "Kernel" in out
     import latencykernel

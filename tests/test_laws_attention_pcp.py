@@ -29,8 +29,8 @@ from hypothesis import strategies as st
 from latencykernel.price.attention import (
     causal_flops_per_qk_dim,
     pcp_causal_flops_per_qk_dim,
-    pcp_rank_chunks,
     pcp_local_tokens,
+    pcp_rank_chunks,
     windowed_causal_flops_per_qk_dim,
 )
 
@@ -182,7 +182,9 @@ def test_windowed_matches_oracle_random_draws() -> None:
         chunks = [(int(rng.integers(0, 1500)), int(rng.choice([0, rng.integers(0, 6000)]))) for _ in range(k)]
         window = int(rng.integers(1, 7000))
         assert windowed_causal_flops_per_qk_dim(chunks, window) == windowed_flops_oracle_np(chunks, window), (
-            chunks, window)
+            chunks,
+            window,
+        )
 
 
 @settings(max_examples=300, deadline=None)

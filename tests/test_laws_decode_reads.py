@@ -32,8 +32,12 @@ def test_values() -> None:
     assert decode_read_tokens(10_000, 1024, 0, 4) == 1024 + (10_000 - 1024) / 4  # + compressed entries
 
 
-@given(st.integers(0, 3000), st.sampled_from([0, 1, 64, 512, 2048]), st.sampled_from([0, 1, 128, 1000]),
-       st.sampled_from([0, 1, 4, 128]))
+@given(
+    st.integers(0, 3000),
+    st.sampled_from([0, 1, 64, 512, 2048]),
+    st.sampled_from([0, 1, 128, 1000]),
+    st.sampled_from([0, 1, 4, 128]),
+)
 def test_matches_a_token_by_token_walk(ctx: int, top_k: int, window: int, ratio: int) -> None:
     got = decode_read_tokens(ctx, top_k, window, ratio)
     assert abs(got - oracle(ctx, top_k, window, ratio)) <= 1e-9 * max(1.0, got)

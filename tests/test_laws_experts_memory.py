@@ -92,14 +92,23 @@ def test_experts_touched_matches_enumeration_of_routings() -> None:
                 for local in range(1, experts + 1):
                     exact = touched_brute_force(tokens, experts, top_k, local)
                     assert experts_touched(tokens, experts, top_k, local) == pytest.approx(float(exact), rel=1e-12), (
-                        tokens, experts, top_k, local)
+                        tokens,
+                        experts,
+                        top_k,
+                        local,
+                    )
                     cases += 1
     assert cases > 150
 
 
 @settings(max_examples=300, deadline=None)
-@given(t1=st.integers(0, 5000), t2=st.integers(0, 5000), e=st.integers(2, 512), k=st.integers(1, 16),
-       local=st.integers(1, 256))
+@given(
+    t1=st.integers(0, 5000),
+    t2=st.integers(0, 5000),
+    e=st.integers(2, 512),
+    k=st.integers(1, 16),
+    local=st.integers(1, 256),
+)
 def test_experts_touched_bounded_and_monotone(t1, t2, e, k, local) -> None:
     lo, hi = sorted((t1, t2))
     a, b = experts_touched(lo, e, k, local), experts_touched(hi, e, k, local)
@@ -154,12 +163,18 @@ def recurrent_oracle(page: float, mode: str, max_len: int, block: int, spec: int
 
 
 @settings(max_examples=200, deadline=None)
-@given(page=st.integers(-5, 10**7), mode=st.sampled_from(["all", "align", "none", "bogus"]),
-       max_len=st.integers(0, 40_000), block=st.sampled_from([-1, 0, 1, 16, 64, 528, 1024]),
-       spec=st.integers(0, 4), ckpt=st.integers(0, 3))
+@given(
+    page=st.integers(-5, 10**7),
+    mode=st.sampled_from(["all", "align", "none", "bogus"]),
+    max_len=st.integers(0, 40_000),
+    block=st.sampled_from([-1, 0, 1, 16, 64, 528, 1024]),
+    spec=st.integers(0, 4),
+    ckpt=st.integers(0, 3),
+)
 def test_recurrent_state_bytes_matches_mode_oracle(page, mode, max_len, block, spec, ckpt) -> None:
     assert recurrent_state_bytes(page, mode, max_len, block, spec, ckpt) == recurrent_oracle(
-        page, mode, max_len, block, spec, ckpt)
+        page, mode, max_len, block, spec, ckpt
+    )
 
 
 def test_recurrent_state_bytes_numbers() -> None:
@@ -202,8 +217,7 @@ def test_activation_peak_bytes_floor() -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(buffers=st.floats(0, 64), tokens=st.integers(0, 65_536), width=st.integers(0, 65_536),
-       floor=st.floats(0, 1e11))
+@given(buffers=st.floats(0, 64), tokens=st.integers(0, 65_536), width=st.integers(0, 65_536), floor=st.floats(0, 1e11))
 def test_activation_peak_never_below_floor(buffers, tokens, width, floor) -> None:
     got = activation_peak_bytes(buffers, tokens, width, floor)
     assert got >= floor

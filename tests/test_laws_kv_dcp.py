@@ -99,7 +99,7 @@ def kv_bytes_oracle(n_kv: int, tp: int, head_dim: int, layers: int, dtype_bytes:
     assert len(set(counts)) == 1  # admissible geometries split evenly
     per_layer = Fraction(0)
     for _ in range(counts[0]):
-        for _tensor in (("latent",) if latent else ("k", "v")):
+        for _tensor in ("latent",) if latent else ("k", "v"):
             per_layer += head_dim * dtype_bytes
     return per_layer * layers
 
@@ -124,8 +124,14 @@ def test_kv_bytes_per_token_matches_oracle_20k_geometries() -> None:
         layers = rnd.randint(1, 128)
         dtype = rnd.choice(DTYPE_BYTES)
         got = kv_bytes_per_token(n_kv, tp, head_dim, layers, float(dtype), latent)
-        assert got == kv_bytes_oracle(n_kv, tp, head_dim, layers, dtype, latent), (n_kv, tp, head_dim, layers, dtype,
-                                                                                  latent)
+        assert got == kv_bytes_oracle(n_kv, tp, head_dim, layers, dtype, latent), (
+            n_kv,
+            tp,
+            head_dim,
+            layers,
+            dtype,
+            latent,
+        )
         done += 1
 
 
@@ -148,8 +154,9 @@ def test_mla_stores_one_latent_that_no_tp_shrinks() -> None:
     assert kv_bytes_per_token(1, 1, 576, 61, 1, False) == 2 * 35_136
 
 
-@pytest.mark.parametrize("bad", [(0, 1, 128, 4, 2), (8, 1, 0, 4, 2), (8, 1, 128, 0, 2), (8, 1, 128, 4, 0),
-                                 (-1, 1, 128, 4, 2)])
+@pytest.mark.parametrize(
+    "bad", [(0, 1, 128, 4, 2), (8, 1, 0, 4, 2), (8, 1, 128, 0, 2), (8, 1, 128, 4, 0), (-1, 1, 128, 4, 2)]
+)
 def test_kv_bytes_zero_for_empty_geometry(bad) -> None:
     n_kv, tp, d, layers, b = bad
     assert kv_bytes_per_token(n_kv, tp, d, layers, b, False) == 0.0

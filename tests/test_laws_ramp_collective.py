@@ -200,8 +200,7 @@ def test_span_one_on_degenerate_ratios(r) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(c1=st.floats(0, 100), c2=st.floats(0, 100), total=st.floats(1, 100), r1=st.floats(1, 1e3),
-       r2=st.floats(1, 1e3))
+@given(c1=st.floats(0, 100), c2=st.floats(0, 100), total=st.floats(1, 100), r1=st.floats(1, 1e3), r2=st.floats(1, 1e3))
 def test_span_monotone_in_crossings_and_ratio(c1, c2, total, r1, r2) -> None:
     clo, chi = sorted((c1, c2))
     rlo, rhi = sorted((r1, r2))

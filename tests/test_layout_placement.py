@@ -55,9 +55,19 @@ def busiest_node_members(groups: list[list[int]], node_size: int) -> int:
 
 def make_layout(tp: int, pp: int, dp: int, pcp: int, dcp: int, ep: bool, gpn: int, rack: int = 0) -> Layout:
     return resolve_layout(
-        tp=tp, pp=pp, dp=dp, pcp=pcp, dcp=dcp, ep_enabled=ep, gpus_per_node=gpn, rack_gpus=rack,
-        all2all_backend=None, sp_moe_backends=frozenset(), custom_all_reduce_widths=frozenset({2, 4, 6, 8, 16}),
-        disable_custom_all_reduce=None, allreduce_backend=None,
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        pcp=pcp,
+        dcp=dcp,
+        ep_enabled=ep,
+        gpus_per_node=gpn,
+        rack_gpus=rack,
+        all2all_backend=None,
+        sp_moe_backends=frozenset(),
+        custom_all_reduce_widths=frozenset({2, 4, 6, 8, 16}),
+        disable_custom_all_reduce=None,
+        allreduce_backend=None,
     )
 
 
@@ -164,9 +174,20 @@ def test_span_for_uses_ring_for_tp_and_all_to_all_for_routed_ep() -> None:
     assert tp16.crosses_nodes(Group.TP)
     assert tp16.span_for(Op.ALL_REDUCE, Group.TP, 9) == pytest.approx(23 / 15, rel=1e-15)
     routed = resolve_layout(
-        tp=8, pp=1, dp=2, pcp=1, dcp=1, ep_enabled=True, gpus_per_node=8, rack_gpus=0,
-        all2all_backend="deepep_low_latency", sp_moe_backends=frozenset(), custom_all_reduce_widths=frozenset(),
-        disable_custom_all_reduce=None, allreduce_backend=None)
+        tp=8,
+        pp=1,
+        dp=2,
+        pcp=1,
+        dcp=1,
+        ep_enabled=True,
+        gpus_per_node=8,
+        rack_gpus=0,
+        all2all_backend="deepep_low_latency",
+        sp_moe_backends=frozenset(),
+        custom_all_reduce_widths=frozenset(),
+        disable_custom_all_reduce=None,
+        allreduce_backend=None,
+    )
     assert routed.group_size(Group.EXPERT) == 16
     assert routed.crosses_nodes(Group.EXPERT)
     assert routed.span_for(Op.ALL2ALL, Group.EXPERT, 9) == pytest.approx(79 / 15, rel=1e-15)

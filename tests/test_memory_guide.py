@@ -19,8 +19,10 @@ def kernel() -> lk.Kernel:
 
 def test_fixed_memory_prints_as_the_guide_prints_it(kernel: lk.Kernel) -> None:
     m = kernel.fixed_bytes()
-    printed = [f"{x / GIB:5.1f}" for x in (m.weights, m.activation_peak, m.cuda_graph, m.comm_buffers,
-                                          m.eplb_redundant, m.total)]
+    printed = [
+        f"{x / GIB:5.1f}"
+        for x in (m.weights, m.activation_peak, m.cuda_graph, m.comm_buffers, m.eplb_redundant, m.total)
+    ]
     assert printed == [" 78.2", "  1.1", "  0.8", "  0.0", "  0.0", " 80.1"]
     assert f"{kernel.pre_snapshot_bytes() / GIB:4.1f}" == " 3.9"
 

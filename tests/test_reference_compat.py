@@ -70,8 +70,13 @@ def test_coefficient_set_loads(path: Path) -> None:
 
 def test_cost_model_sets_present_and_collectives_fast() -> None:
     names = {p.stem for p in (REGISTRY / "coefficients").glob("cost-model-*.yaml")}
-    assert names == {"cost-model-attention", "cost-model-collectives", "cost-model-host-overheads",
-                     "cost-model-primitives", "cost-model-recurrent"}
+    assert names == {
+        "cost-model-attention",
+        "cost-model-collectives",
+        "cost-model-host-overheads",
+        "cost-model-primitives",
+        "cost-model-recurrent",
+    }
     clear_cache()
     t = time.perf_counter()
     s = load_coefficient_set(REGISTRY / "coefficients" / "cost-model-collectives.yaml")
@@ -87,10 +92,14 @@ def test_storage_loads(path: Path) -> None:
 
 def test_schema_examples_validate() -> None:
     ex = SCHEMAS / "docs" / "examples"
-    scenarios = {n: validate(Scenario, read_yaml(ex / f"{n}.yaml"), ex / f"{n}.yaml")
-                 for n in ("scenario", "scenario-disaggregated", "trace-binding")}
-    deployments = {n: validate(Deployment, read_yaml(ex / f"{n}.yaml"), ex / f"{n}.yaml")
-                   for n in ("deployment", "deployment-disaggregated")}
+    scenarios = {
+        n: validate(Scenario, read_yaml(ex / f"{n}.yaml"), ex / f"{n}.yaml")
+        for n in ("scenario", "scenario-disaggregated", "trace-binding")
+    }
+    deployments = {
+        n: validate(Deployment, read_yaml(ex / f"{n}.yaml"), ex / f"{n}.yaml")
+        for n in ("deployment", "deployment-disaggregated")
+    }
     check_bundle(scenarios["scenario"], deployments["deployment"], "pair")
     check_bundle(scenarios["scenario-disaggregated"], deployments["deployment-disaggregated"], "pair")
     assert scenarios["trace-binding"].workload is not None and scenarios["trace-binding"].workload.trace is not None

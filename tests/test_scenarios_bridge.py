@@ -12,11 +12,11 @@ import latencykernel
 from latencykernel.errors import LatencyKernelError, RefusedError
 from latencykernel.repos import Repos
 from latencykernel.scenarios import (
+    Q_,
     Hardware,
     KvDecodeBatchScenario,
-    SparseKvDecodeBatchScenario,
-    Q_,
     ScenarioInputError,
+    SparseKvDecodeBatchScenario,
     Workload,
     decode_batch,
 )
@@ -25,7 +25,9 @@ from latencykernel.scenarios.hardware import RECORDED_HARDWARE
 from latencykernel.scenarios.workloads import RECORDED_WORKLOADS
 
 REPOS = Repos.default()
-MODELS = sorted(p for p in os.listdir(REPOS.catalog / "models") if (REPOS.catalog / "models" / p / "graph.yaml").exists())
+MODELS = sorted(
+    p for p in os.listdir(REPOS.catalog / "models") if (REPOS.catalog / "models" / p / "graph.yaml").exists()
+)
 CHIPS = sorted(p.stem for p in (REPOS.catalog / "hardware").glob("*.yaml"))
 
 
@@ -86,8 +88,14 @@ def test_catalog_precision_keys_and_refusal() -> None:
     h = Hardware.catalog("h100")
     assert set(h.precision_keys) >= {"bf16_dense", "fp16_dense", "fp8_dense"}
     s = KvDecodeBatchScenario(  # names and strings are accepted and resolved
-        workload="gpt2-xl", hardware="h100", weight_bytes_per_param="2 B", kv_bytes_per_value="2 B",  # type: ignore[arg-type]
-        context_tokens=1024, batch_sizes=[1], prompt_tokens=512, prefill_efficiency=0.4,  # type: ignore[arg-type]
+        workload="gpt2-xl",
+        hardware="h100",
+        weight_bytes_per_param="2 B",
+        kv_bytes_per_value="2 B",  # type: ignore[arg-type]
+        context_tokens=1024,
+        batch_sizes=[1],
+        prompt_tokens=512,
+        prefill_efficiency=0.4,  # type: ignore[arg-type]
         peak_precision="fp8",
     )
     with pytest.raises(LatencyKernelError, match="fp8_dense"):
@@ -96,9 +104,15 @@ def test_catalog_precision_keys_and_refusal() -> None:
 
 
 DEPLOYMENTS = [(m, "b200", 8) for m in MODELS] + [
-    ("gpt2-xl", "h100", 1), ("llama-3.1-8b-instruct", "h100", 1), ("llama-3.1-8b-instruct", "l40s", 1),
-    ("llama-3.1-70b-instruct", "h100", 4), ("mixtral-8x7b-v0.1", "h100", 2), ("qwen3-30b-a3b", "h200", 1),
-    ("gpt-oss-120b", "h100", 1), ("deepseek-v3", "h200", 8), ("qwen3-32b", "a100-80", 2),
+    ("gpt2-xl", "h100", 1),
+    ("llama-3.1-8b-instruct", "h100", 1),
+    ("llama-3.1-8b-instruct", "l40s", 1),
+    ("llama-3.1-70b-instruct", "h100", 4),
+    ("mixtral-8x7b-v0.1", "h100", 2),
+    ("qwen3-30b-a3b", "h200", 1),
+    ("gpt-oss-120b", "h100", 1),
+    ("deepseek-v3", "h200", 8),
+    ("qwen3-32b", "a100-80", 2),
 ]
 
 

@@ -78,7 +78,8 @@ def test_explain_json_has_both_answers() -> None:
 
 def test_explain_a_deployment_and_the_listing() -> None:
     r = CliRunner().invoke(
-        _app(), ["explain", "examples/llama-3.1-70b-instruct-h100-bf16-tp4.yaml", "--context", "8192", "--batch", "1,32"],
+        _app(),
+        ["explain", "examples/llama-3.1-70b-instruct-h100-bf16-tp4.yaml", "--context", "8192", "--batch", "1,32"],
         env={"COLUMNS": "250"},
     )
     assert r.exit_code == 0, r.output

@@ -22,8 +22,24 @@ from latencykernel.scenarios.economics import ServingCostScenario
 from latencykernel.scenarios.named import keys
 
 BAD: tuple[Any, ...] = (
-    "x", None, -1, 0, 1.5, float("nan"), float("inf"), -float("inf"), [1], [-1], [], {"a": 1}, True,
-    Q_(1, "s"), Q_(-1, "B"), "1 parsec", "1 B/param", b"8",
+    "x",
+    None,
+    -1,
+    0,
+    1.5,
+    float("nan"),
+    float("inf"),
+    -float("inf"),
+    [1],
+    [-1],
+    [],
+    {"a": 1},
+    True,
+    Q_(1, "s"),
+    Q_(-1, "B"),
+    "1 parsec",
+    "1 B/param",
+    b"8",
 )
 
 
@@ -103,8 +119,17 @@ def test_serving_cost_counts_are_at_least_one(name: str) -> None:
     assert info.value.argument == name
 
 
-@pytest.mark.parametrize(("name", "value"), [("batch_sizes", 8), ("batch_sizes", "8"), ("batch_sizes", [1, -2]),
-                                             ("links", "x"), ("stage_success", [1]), ("prices", None)])
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("batch_sizes", 8),
+        ("batch_sizes", "8"),
+        ("batch_sizes", [1, -2]),
+        ("links", "x"),
+        ("stage_success", [1]),
+        ("prices", None),
+    ],
+)
 def test_lists_and_mappings_name_the_input(name: str, value: Any) -> None:
     for key in keys():
         s = Scenarios.get(key)

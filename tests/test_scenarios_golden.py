@@ -19,9 +19,9 @@ import pytest
 from latencykernel.errors import LatencyKernelError
 from latencykernel.scenarios import (
     LEFT_OUT,
+    Q_,
     Hardware,
     NotApplicableError,
-    Q_,
     Scenarios,
     UnknownPrecisionError,
     Workload,
@@ -97,8 +97,10 @@ def _bare_count(ours: Any, where: str) -> Any:
 
 def _check_output(scenario: Any, output_name: str, gold: Any, where: str, **args: Any) -> None:
     is_error = isinstance(gold, dict) and "error" in gold
-    call = (lambda: getattr(scenario, output_name)(**args)) if args or _is_method(scenario, output_name) else (
-        lambda: getattr(scenario, output_name)
+    call = (
+        (lambda: getattr(scenario, output_name)(**args))
+        if args or _is_method(scenario, output_name)
+        else (lambda: getattr(scenario, output_name))
     )
     if is_error or gold is None:
         with pytest.raises(LatencyKernelError) as info:
@@ -126,9 +128,7 @@ def _check_record(scenario: Any, rec: dict[str, Any]) -> int:
             if isinstance(gold, dict) and "error" in gold:  # the whole result is undefined
                 top = set(rec["properties"]) - {"result"}
                 allowed = DEFINED_WITHOUT_RESULT.get(rec["key"], set())
-                undefined = [
-                    o.name for o in scenario.outputs() if o.name not in top | allowed and o.kind == "property"
-                ]
+                undefined = [o.name for o in scenario.outputs() if o.name not in top | allowed and o.kind == "property"]
                 assert undefined
                 for name in undefined:
                     _check_output(scenario, name, gold, f"{rec['key']}.{name}")
@@ -145,7 +145,9 @@ def _check_record(scenario: Any, rec: dict[str, Any]) -> int:
         n += 1
     for method, calls in (rec.get("methods") or {}).items():
         for call in calls:
-            _check_output(scenario, method, call["output"], f"{rec['key']}.{method}({call['args']})", **_args(call["args"]))
+            _check_output(
+                scenario, method, call["output"], f"{rec['key']}.{method}({call['args']})", **_args(call["args"])
+            )
             n += 1
     return n
 
@@ -198,7 +200,11 @@ def test_kv_decode_variant_reproduces_golden(rec: dict[str, Any]) -> None:
 
 def test_variant_count_and_precision_refusals() -> None:
     assert len(G["variants"]) == 22
-    refused = [r for r in G["variants"] if isinstance(r["properties"]["peak_rate"], dict) and "error" in r["properties"]["peak_rate"]]
+    refused = [
+        r
+        for r in G["variants"]
+        if isinstance(r["properties"]["peak_rate"], dict) and "error" in r["properties"]["peak_rate"]
+    ]
     assert {r["inputs"]["hardware"]["registry"] for r in refused} == {"Hardware.Cloud.H200", "Hardware.Cloud.MI300X"}
 
 

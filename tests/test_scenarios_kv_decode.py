@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 
 from latencykernel.errors import LatencyKernelError
 from latencykernel.scenarios import (
+    Q_,
     Hardware,
     KvDecodeBatchScenario,
-    SparseKvDecodeBatchScenario,
-    Q_,
     ScenarioInputError,
     Scenarios,
+    SparseKvDecodeBatchScenario,
     UnknownPrecisionError,
     Workload,
 )
@@ -31,8 +31,15 @@ HWS = ["H100", "H200", "B200", "A100", "MI300X", "H100_PCIe"]
 # ---------------------------------------------------------------------------- units
 def test_unit_strings_of_the_contract() -> None:
     units = {
-        "weights": "GB", "kv_per_token": "B", "kv_per_sequence": "MB", "bandwidth": "TB/s", "rate_ceiling": "1/s",
-        "peak_rate": "TFLOPs/s", "ridge": "flop/B", "prefill_ops": "flop", "prefill_time": "ms",
+        "weights": "GB",
+        "kv_per_token": "B",
+        "kv_per_sequence": "MB",
+        "bandwidth": "TB/s",
+        "rate_ceiling": "1/s",
+        "peak_rate": "TFLOPs/s",
+        "ridge": "flop/B",
+        "prefill_ops": "flop",
+        "prefill_time": "ms",
     }
     for name, unit in units.items():
         assert str(getattr(BASE, name).units) == unit, name
@@ -76,9 +83,17 @@ def test_byte_fields_refuse_other_dimensions_and_accept_foreign_bytes() -> None:
 # ---------------------------------------------------------------------------- refusals
 @pytest.mark.parametrize(
     "field,value",
-    [("context_tokens", -1), ("context_tokens", 0), ("context_tokens", 10.5), ("prompt_tokens", -3),
-     ("batch_sizes", [1, -2]), ("prefill_efficiency", 0.0), ("prefill_efficiency", 1.5),
-     ("weight_bytes_per_param", Q_(-2, "B")), ("context_tokens", Q_(10, "B"))],
+    [
+        ("context_tokens", -1),
+        ("context_tokens", 0),
+        ("context_tokens", 10.5),
+        ("prompt_tokens", -3),
+        ("batch_sizes", [1, -2]),
+        ("prefill_efficiency", 0.0),
+        ("prefill_efficiency", 1.5),
+        ("weight_bytes_per_param", Q_(-2, "B")),
+        ("context_tokens", Q_(10, "B")),
+    ],
 )
 def test_bad_inputs_are_refused_naming_the_argument(field: str, value: object) -> None:
     with pytest.raises(ScenarioInputError) as e:
@@ -87,7 +102,7 @@ def test_bad_inputs_are_refused_naming_the_argument(field: str, value: object) -
     assert field in str(e.value)
 
 
-@given(b=st.integers(max_value=-1, min_value=-10**6))
+@given(b=st.integers(max_value=-1, min_value=-(10**6)))
 def test_negative_batches_are_refused_with_the_value(b: int) -> None:
     for method in (BASE.step_bytes, BASE.step_time, BASE.token_rate, BASE.cache_share):
         with pytest.raises(ScenarioInputError) as e:
@@ -124,11 +139,17 @@ def test_a_model_without_kv_geometry_is_refused() -> None:
 # ---------------------------------------------------------------------------- properties
 scenarios = st.builds(
     lambda w, h, ctx, wb, kb: BASE.variant(
-        workload=Workload.recorded(w), hardware=Hardware.recorded(h), context_tokens=ctx,
-        weight_bytes_per_param=Q_(wb, "B"), kv_bytes_per_value=Q_(kb, "B"),
+        workload=Workload.recorded(w),
+        hardware=Hardware.recorded(h),
+        context_tokens=ctx,
+        weight_bytes_per_param=Q_(wb, "B"),
+        kv_bytes_per_value=Q_(kb, "B"),
     ),
-    st.sampled_from(LMS), st.sampled_from(HWS), st.integers(1, 262144),
-    st.sampled_from([0.5, 1.0, 2.0, 4.0]), st.sampled_from([1.0, 2.0]),
+    st.sampled_from(LMS),
+    st.sampled_from(HWS),
+    st.integers(1, 262144),
+    st.sampled_from([0.5, 1.0, 2.0, 4.0]),
+    st.sampled_from([1.0, 2.0]),
 )
 
 
@@ -169,7 +190,9 @@ def test_memory_ceiling_is_where_weights_and_caches_fill_capacity(s: KvDecodeBat
 
 
 # ---------------------------------------------------------------------------- MoE variant
-MOE = SparseKvDecodeBatchScenario.from_scenario(BASE.variant(workload=Workload.recorded("Mixtral_8x7B"), context_tokens=4096))
+MOE = SparseKvDecodeBatchScenario.from_scenario(
+    BASE.variant(workload=Workload.recorded("Mixtral_8x7B"), context_tokens=4096)
+)
 
 
 def test_sparse_variant_of_a_dense_full_attention_model_is_the_contract() -> None:
@@ -184,7 +207,9 @@ def test_sparse_variant_of_a_dense_full_attention_model_is_the_contract() -> Non
 def test_windowed_and_sparse_layers_read_less_than_the_cache() -> None:
     s = SparseKvDecodeBatchScenario.from_scenario(BASE.variant(workload="gpt-oss-120b", context_tokens=32768))
     # half the layers slide a 128-token window over the 32,768-token cache
-    assert s.kv_read_per_sequence.to("B").magnitude == s.kv_per_sequence.to("B").magnitude * (18 * 32768 + 18 * 128) / (36 * 32768)
+    assert s.kv_read_per_sequence.to("B").magnitude == s.kv_per_sequence.to("B").magnitude * (18 * 32768 + 18 * 128) / (
+        36 * 32768
+    )
     short = s.variant(context_tokens=100)
     assert short.kv_read_per_sequence == short.kv_per_sequence  # within the window every token is read
     g = SparseKvDecodeBatchScenario.from_scenario(BASE.variant(workload="glm-5", context_tokens=65536))
@@ -235,11 +260,18 @@ def test_a_variant_states_what_changed_and_keeps_no_stale_text() -> None:
     assert any(s.startswith("hardware: ") for s in m.sources)
     # changed back: the named scenario's text again (still no key)
     back = m.variant(workload=named.workload, context_tokens=named.context_tokens)
-    assert (back.key, back.title, back.description, back.sources) == (None, named.title, named.description, named.sources)
+    assert (back.key, back.title, back.description, back.sources) == (
+        None,
+        named.title,
+        named.description,
+        named.sources,
+    )
     # text the caller states is kept
     own = named.variant(context_tokens=2048, name="mine", sources=("x",))
     assert (own.title, own.sources) == ("mine", ("x",))
     # the read-aware copy descends from the same named scenario
     sparse = SparseKvDecodeBatchScenario.from_scenario(m)
-    assert sparse.variant(context_tokens=100).title == \
-        "variant of Gpt2XlChatDecodeBatchesH100 (changed: workload=Mixtral-8x7B, context_tokens=100)"
+    assert (
+        sparse.variant(context_tokens=100).title
+        == "variant of Gpt2XlChatDecodeBatchesH100 (changed: workload=Mixtral-8x7B, context_tokens=100)"
+    )

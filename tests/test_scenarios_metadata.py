@@ -10,7 +10,7 @@ import pint
 import pytest
 
 from latencykernel.errors import LatencyKernelError
-from latencykernel.scenarios import KvDecodeBatchScenario, Q_, Scenarios, evaluate_equation
+from latencykernel.scenarios import Q_, KvDecodeBatchScenario, Scenarios, evaluate_equation
 from latencykernel.scenarios.base import Scenario
 from latencykernel.scenarios.docs import scenario_classes
 from latencykernel.scenarios.metadata import Formula, Output
@@ -29,13 +29,31 @@ def test_the_documented_contract_attributes_and_methods() -> None:
     methods = {o.name for o in KvDecodeBatchScenario.outputs() if o.kind == "method"}
     assert methods == {"step_bytes", "step_time", "token_rate", "cache_share", "max_batch_within"}
     s = Scenarios.Gpt2XlChatDecodeBatchesH100
-    for field in ("workload", "hardware", "weight_bytes_per_param", "kv_bytes_per_value", "context_tokens",
-                  "batch_sizes", "prompt_tokens", "prefill_efficiency", "peak_precision"):
+    for field in (
+        "workload",
+        "hardware",
+        "weight_bytes_per_param",
+        "kv_bytes_per_value",
+        "context_tokens",
+        "batch_sizes",
+        "prompt_tokens",
+        "prefill_efficiency",
+        "peak_precision",
+    ):
         assert hasattr(s, field)
-    assert KvDecodeBatchScenario(
-        workload=s.workload, hardware=s.hardware, weight_bytes_per_param=Q_(2, "B"), kv_bytes_per_value=Q_(2, "B"),
-        context_tokens=1024, batch_sizes=(1,), prompt_tokens=512, prefill_efficiency=0.4,
-    ).peak_precision == "fp16_dense"
+    assert (
+        KvDecodeBatchScenario(
+            workload=s.workload,
+            hardware=s.hardware,
+            weight_bytes_per_param=Q_(2, "B"),
+            kv_bytes_per_value=Q_(2, "B"),
+            context_tokens=1024,
+            batch_sizes=(1,),
+            prompt_tokens=512,
+            prefill_efficiency=0.4,
+        ).peak_precision
+        == "fp16_dense"
+    )
 
 
 def test_metadata_is_readable_from_the_class_and_the_instance() -> None:

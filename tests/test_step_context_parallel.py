@@ -4,7 +4,7 @@ the step by exactly nine floors per launch of that collective, and moves nothing
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 
@@ -98,7 +98,10 @@ def test_pcp_splits_a_prefill_over_ranks() -> None:
     one, two = lk.open(R1), None
     two = kernel(R1, pcp2_on_b300)
     prefill = Batch.from_columns([4096], [0], 8)
-    assert two.step_time(prefill).per_resource[Resource.SM] < kernel(
-        R1, lambda i: (pcp2_on_b300(i), setattr(i.deployment.pools[0].parallel, "pcp", 1))
-    ).step_time(prefill).per_resource[Resource.SM]
+    assert (
+        two.step_time(prefill).per_resource[Resource.SM]
+        < kernel(R1, lambda i: (pcp2_on_b300(i), setattr(i.deployment.pools[0].parallel, "pcp", 1)))
+        .step_time(prefill)
+        .per_resource[Resource.SM]
+    )
     assert one.resolved().prefill_context_parallel == 1

@@ -26,8 +26,17 @@ def test_the_go_kernels_worked_decode_step_as_printed(kernel: lk.Kernel) -> None
     hbm 16.5 ms, nvlink 1.1 ms, host 3.5 ms" (the guide's newer run prints 25.7 and 1.2)."""
     e = kernel.step_time(guide_batch())
     per = e.per_resource
-    printed = [f"{x / MS:.1f}" for x in (e.overlap, e.no_overlap, per[Resource.SM], per[Resource.HBM],
-                                         per[Resource.NVLINK], per[Resource.HOST])]
+    printed = [
+        f"{x / MS:.1f}"
+        for x in (
+            e.overlap,
+            e.no_overlap,
+            per[Resource.SM],
+            per[Resource.HBM],
+            per[Resource.NVLINK],
+            per[Resource.HOST],
+        )
+    ]
     assert printed == ["24.1", "25.6", "4.5", "16.5", "1.1", "3.5"]
 
 
@@ -64,8 +73,14 @@ ANATOMY = {
 def test_step_anatomy_cells_within_the_figures_precision(kernel: lk.Kernel, n: int) -> None:
     """Each cell within 5% (the issue's bar) and within the ±0.03 ms the figure was read at."""
     e = kernel.step_time(Batch.decode(n, 4096, decode_threshold=8))
-    got = (e.per_resource[Resource.HBM], e.per_resource[Resource.SM], e.per_resource[Resource.NVLINK],
-           e.per_resource[Resource.HOST], e.overlap, e.no_overlap)
+    got = (
+        e.per_resource[Resource.HBM],
+        e.per_resource[Resource.SM],
+        e.per_resource[Resource.NVLINK],
+        e.per_resource[Resource.HOST],
+        e.overlap,
+        e.no_overlap,
+    )
     for value, cell in zip(got, ANATOMY[n]):
         assert value == pytest.approx(cell * MS, rel=0.05)
         assert value == pytest.approx(cell * MS, abs=0.035 * MS)

@@ -48,8 +48,9 @@ def resources(e: lk.StepEstimate) -> dict[Resource, float]:
 def test_inflating_the_all_reduce_floor_moves_only_nvlink_by_nine_floors_per_launch(base: lk.Kernel) -> None:
     name = "collective_floor_all_reduce_fp16_8rank_h200"
     floor_s = value(base, name) * 1e-6
-    launches = sum(lp.count * sum(1 for c in lp.collectives if c.op.value == "AllReduce")
-                   for lp in base.constants.plan.layers)
+    launches = sum(
+        lp.count * sum(1 for c in lp.collectives if c.op.value == "AllReduce") for lp in base.constants.plan.layers
+    )
     assert launches == 2 * 61  # attn_out and mlp_out in every layer at TP=8
     big = scaled(name, 10)
     b = Batch.decode(32, 4096)
@@ -95,8 +96,13 @@ def test_doubling_the_per_kernel_launch_cost_adds_one_launch_cost_per_kernel(bas
 
 def test_memory_coefficients_move_fixed_memory_and_no_step_time(base: lk.Kernel) -> None:
     inputs = lk.open_inputs(GUIDE)
-    memory_names = ("activation_buffer_count_", "activation_scratch_floor_bytes", "cudagraph_capture_bytes_",
-                    "nccl_communicator_bytes_", "engine_workspace_bytes")
+    memory_names = (
+        "activation_buffer_count_",
+        "activation_scratch_floor_bytes",
+        "cudagraph_capture_bytes_",
+        "nccl_communicator_bytes_",
+        "engine_workspace_bytes",
+    )
     for s in inputs.coefficients:
         for item in s.coefficients:
             for key, entry in item.items():

@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import latencykernel as lk
+from _deployments import DEPLOYMENTS, GUIDE, kernel
 from latencykernel import Batch, Resource
 from latencykernel.kernel.vector import StepTimes
 
-from _deployments import DEPLOYMENTS, GUIDE, kernel
 
 def request() -> st.SearchStrategy[tuple[int, int]]:
     decode = st.tuples(st.sampled_from([0, 1, 1, 1, 2, 4]), st.integers(0, 70_000))
@@ -63,8 +63,7 @@ def assert_equals_step_time(k: lk.Kernel, r: StepTimes, batches: list, th: int, 
 def test_each_step_equals_step_time(name: str, batches: list, th: int, budget: int) -> None:
     k = kernel(name)
     step, s, c = columns(batches)
-    r = k.step_times(np.array(step, dtype=np.int64), np.array(s), np.array(c), decode_threshold=th,
-                     sm_budget=budget)
+    r = k.step_times(np.array(step, dtype=np.int64), np.array(s), np.array(c), decode_threshold=th, sm_budget=budget)
     assert_equals_step_time(k, r, batches, th, budget)
 
 
@@ -97,8 +96,13 @@ def test_leading_gap_and_zero_token_steps() -> None:
 
 def test_result_types() -> None:
     k = kernel("mla-guide")
-    r = k.step_times(np.zeros(4, dtype=np.int32), np.ones(4, dtype=np.int32), np.full(4, 100, dtype=np.uint16),
-                     decode_threshold=8, prompt_len=[101] * 4)
+    r = k.step_times(
+        np.zeros(4, dtype=np.int32),
+        np.ones(4, dtype=np.int32),
+        np.full(4, 100, dtype=np.uint16),
+        decode_threshold=8,
+        prompt_len=[101] * 4,
+    )
     assert isinstance(r.overlap, np.ndarray) and r.overlap.dtype == np.float64 and r.overlap.shape == (1,)
     assert r.no_overlap.shape == (1,)
     assert r.bottleneck.dtype == object and r.bottleneck[0] is Resource.HBM

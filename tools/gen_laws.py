@@ -1,7 +1,7 @@
 """Write docs/laws.md from the docstrings of the laws in latencykernel.price.
 
-    python tools/gen_laws.py           # rewrite docs/laws.md
-    python tools/gen_laws.py --check   # exit 1 if the committed page differs
+python tools/gen_laws.py           # rewrite docs/laws.md
+python tools/gen_laws.py --check   # exit 1 if the committed page differs
 """
 
 from __future__ import annotations

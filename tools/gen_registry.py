@@ -48,12 +48,28 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tools/, also when loaded by path (the tests)
 
 from registry_sources import (  # noqa: E402 - the transcription parsing and the entry record
-    A100, DEFAULT_REFERENCE, LABEL, METHOD_LETTER, OUT, PARTS, REGISTRY_COMMIT, ROOT, SKU, TOOLS, Stored,
-    carried_sources, column_part, docs_source, entry, parse_table, registry_entry_ref, same,
+    A100,
+    DEFAULT_REFERENCE,
+    LABEL,
+    METHOD_LETTER,
+    OUT,
+    PARTS,
+    REGISTRY_COMMIT,
+    ROOT,
+    SKU,
+    TOOLS,
+    Stored,
+    carried_sources,
+    column_part,
+    docs_source,
+    entry,
+    parse_table,
+    registry_entry_ref,
+    same,
 )
 
-
 # ----------------------------------------------------------------------------- emitting
+
 
 def yaml_value(v: Any) -> str:
     if isinstance(v, bool):
@@ -99,11 +115,16 @@ def emit_set(name: str, header: str, entries: list[tuple[str, dict[str, Any]]]) 
 # ----------------------------------------------------------------------------- primitives
 
 PRIM_UNITS = {
-    "hbm_derate": "dimensionless", "hbm_constant_latency": "us_per_transfer",
-    "host_link_bandwidth": "bytes_per_us", "p2p_latency": "us_per_hop",
-    "nccl_communicator_bytes_2rank": "bytes_per_rank", "nccl_communicator_bytes_4rank": "bytes_per_rank",
-    "nccl_communicator_bytes_8rank": "bytes_per_rank", "engine_workspace_bytes": "bytes_per_rank",
-    "moe_routing_imbalance_median": "dimensionless", "moe_routing_imbalance_p90": "dimensionless",
+    "hbm_derate": "dimensionless",
+    "hbm_constant_latency": "us_per_transfer",
+    "host_link_bandwidth": "bytes_per_us",
+    "p2p_latency": "us_per_hop",
+    "nccl_communicator_bytes_2rank": "bytes_per_rank",
+    "nccl_communicator_bytes_4rank": "bytes_per_rank",
+    "nccl_communicator_bytes_8rank": "bytes_per_rank",
+    "engine_workspace_bytes": "bytes_per_rank",
+    "moe_routing_imbalance_median": "dimensionless",
+    "moe_routing_imbalance_p90": "dimensionless",
 }
 
 
@@ -113,70 +134,96 @@ def prim_rationale(name: str, part: str, value: float, method: str) -> str:
         dt = name.removeprefix("gemm_eps_max_")
         extra = ""
         if dt == "fp8_block":
-            extra = (" Kept for completeness: the kernel's dtype selector only ever asks for bf16, fp8 "
-                     "or nvfp4, so this block-scaled variant is not read.")
-        return (f"Asymptote of the {dt} GEMM efficiency ramp on {chip}: the kernel prices a matmul of M "
-                f"token rows at eff(M) = eps_max * M / (M + m_half) of the part's dense {dt} peak from the "
-                f"catalog. Fitted to the best efficiency observed at each M across NVIDIA's AISimulate GEMM "
-                f"sweep for this part (the envelope, not the mean). Where the registry examined it, the real "
-                f"envelope tops out at a few thousand rows and sags after, so the monotone ramp is somewhat "
-                f"optimistic at very large M and by a few points at decode-sized M.{extra}")
+            extra = (
+                " Kept for completeness: the kernel's dtype selector only ever asks for bf16, fp8 "
+                "or nvfp4, so this block-scaled variant is not read."
+            )
+        return (
+            f"Asymptote of the {dt} GEMM efficiency ramp on {chip}: the kernel prices a matmul of M "
+            f"token rows at eff(M) = eps_max * M / (M + m_half) of the part's dense {dt} peak from the "
+            f"catalog. Fitted to the best efficiency observed at each M across NVIDIA's AISimulate GEMM "
+            f"sweep for this part (the envelope, not the mean). Where the registry examined it, the real "
+            f"envelope tops out at a few thousand rows and sags after, so the monotone ramp is somewhat "
+            f"optimistic at very large M and by a few points at decode-sized M.{extra}"
+        )
     if name.startswith("gemm_m_half_"):
         dt = name.removeprefix("gemm_m_half_")
         extra = " Not read by the kernel (block-scaled fp8 is never selected)." if dt == "fp8_block" else ""
-        return (f"Knee of the {dt} GEMM ramp on {chip}: the token count at which efficiency reaches half "
-                f"its asymptote, fitted jointly with gemm_eps_max_{dt} on the same AISimulate GEMM sweep. "
-                f"The knee tracks how quickly operands reach the tensor cores, so it differs between parts "
-                f"that share a compute die (H100 and H200), and it is the constant that governs "
-                f"decode-sized batches.{extra}")
+        return (
+            f"Knee of the {dt} GEMM ramp on {chip}: the token count at which efficiency reaches half "
+            f"its asymptote, fitted jointly with gemm_eps_max_{dt} on the same AISimulate GEMM sweep. "
+            f"The knee tracks how quickly operands reach the tensor cores, so it differs between parts "
+            f"that share a compute die (H100 and H200), and it is the constant that governs "
+            f"decode-sized batches.{extra}"
+        )
     if name == "moe_routing_imbalance_median":
-        return (f"Multiplier on routed-expert (grouped GEMM) FLOPs on {chip}. It is the median, over many "
-                f"paired shapes of NVIDIA's AISimulate MoE sweep, of the latency with a skewed power-law "
-                f"(1.01) token-to-expert assignment divided by the latency of a balanced assignment at the "
-                f"same shape and kernel. An order statistic of paired measurements rather than a fitted "
-                f"curve; a value below 1 means the skewed case touched fewer distinct experts and ran "
-                f"marginally faster.")
+        return (
+            f"Multiplier on routed-expert (grouped GEMM) FLOPs on {chip}. It is the median, over many "
+            f"paired shapes of NVIDIA's AISimulate MoE sweep, of the latency with a skewed power-law "
+            f"(1.01) token-to-expert assignment divided by the latency of a balanced assignment at the "
+            f"same shape and kernel. An order statistic of paired measurements rather than a fitted "
+            f"curve; a value below 1 means the skewed case touched fewer distinct experts and ran "
+            f"marginally faster."
+        )
     if name == "moe_routing_imbalance_p90":
-        return (f"90th percentile of the same skewed-over-balanced grouped-GEMM latency ratio on {chip}. "
-                f"Recorded for reference; the kernel multiplies by the median only.")
+        return (
+            f"90th percentile of the same skewed-over-balanced grouped-GEMM latency ratio on {chip}. "
+            f"Recorded for reference; the kernel multiplies by the median only."
+        )
     if name == "hbm_derate":
-        return (f"Share of the catalog's datasheet HBM bandwidth (BwPeakTBs) that a streaming access is "
-                f"taken to sustain on {chip}; every HBM-bound term is priced at BwPeakTBs times this. "
-                f"Transcribed from NVIDIA's per-part AISimulate system descriptor, which presents it as a "
-                f"correction based on observation; vendor_spec because this project did not measure it.")
+        return (
+            f"Share of the catalog's datasheet HBM bandwidth (BwPeakTBs) that a streaming access is "
+            f"taken to sustain on {chip}; every HBM-bound term is priced at BwPeakTBs times this. "
+            f"Transcribed from NVIDIA's per-part AISimulate system descriptor, which presents it as a "
+            f"correction based on observation; vendor_spec because this project did not measure it."
+        )
     if name == "hbm_constant_latency":
-        return (f"Fixed per-access memory latency floor ({value:g} us) that NVIDIA's descriptor states for "
-                f"{chip}. Only matters for tiny memory-bound kernels; the kernel's step law does not read "
-                f"it.")
+        return (
+            f"Fixed per-access memory latency floor ({value:g} us) that NVIDIA's descriptor states for "
+            f"{chip}. Only matters for tiny memory-bound kernels; the kernel's step law does not read "
+            f"it."
+        )
     if name == "host_link_bandwidth":
-        return (f"CPU-GPU link rate for {chip}, one direction, {value / 1000:g} GB/s ({value:g} bytes/us), "
-                f"from NVIDIA's descriptor. Caps offload-tier and host-staged transfers. A nominal link "
-                f"figure; a Grace-Blackwell part reaches its host over NVLink-C2C, the others over PCIe.")
+        return (
+            f"CPU-GPU link rate for {chip}, one direction, {value / 1000:g} GB/s ({value:g} bytes/us), "
+            f"from NVIDIA's descriptor. Caps offload-tier and host-staged transfers. A nominal link "
+            f"figure; a Grace-Blackwell part reaches its host over NVLink-C2C, the others over PCIe."
+        )
     if name == "p2p_latency":
-        return (f"Per-hop GPU-to-GPU latency NVIDIA's descriptor uses for {chip}. For pricing, the measured "
-                f"collective floors in cost-model-collectives take its place; it is kept so that a "
-                f"comparison against NVIDIA's own model can use the same input.")
+        return (
+            f"Per-hop GPU-to-GPU latency NVIDIA's descriptor uses for {chip}. For pricing, the measured "
+            f"collective floors in cost-model-collectives take its place; it is kept so that a "
+            f"comparison against NVIDIA's own model can use the same input."
+        )
     if name.startswith("nccl_communicator_bytes_"):
         n = name.removeprefix("nccl_communicator_bytes_").removesuffix("rank")
-        return (f"Per-rank memory reserved for NCCL communicator buffers when {n} ranks form a group on "
-                f"{chip}, from NVIDIA's descriptor memory model ({value / 2**20:.0f} MiB). Enters the "
-                f"memory breakdown's CommBuffers term. The newest registry keeps this figure in "
-                f"cost-model-primitives rather than cost-model-memory, and so does this file.")
+        return (
+            f"Per-rank memory reserved for NCCL communicator buffers when {n} ranks form a group on "
+            f"{chip}, from NVIDIA's descriptor memory model ({value / 2**20:.0f} MiB). Enters the "
+            f"memory breakdown's CommBuffers term. The newest registry keeps this figure in "
+            f"cost-model-primitives rather than cost-model-memory, and so does this file."
+        )
     if name == "engine_workspace_bytes":
-        return (f"Per-rank engine workspace outside weights and KV cache on {chip}, "
-                f"{value / 2**30:g} GiB, from NVIDIA's descriptor memory model; added to CommBuffers. "
-                f"Kept in cost-model-primitives, where the newest registry keeps it.")
+        return (
+            f"Per-rank engine workspace outside weights and KV cache on {chip}, "
+            f"{value / 2**30:g} GiB, from NVIDIA's descriptor memory model; added to CommBuffers. "
+            f"Kept in cost-model-primitives, where the newest registry keeps it."
+        )
     raise KeyError(name)
 
 
 def prim_source(name: str, part: str) -> dict[str, str]:
     sku = SKU[part]
     if name.startswith("gemm_"):
-        cite = (f"NVIDIA AISimulate systems/data/{sku}/gemm sweep ({LABEL[part]}); fitted value as committed "
-                f"in {registry_entry_ref('cost-model-primitives')}")
+        cite = (
+            f"NVIDIA AISimulate systems/data/{sku}/gemm sweep ({LABEL[part]}); fitted value as committed "
+            f"in {registry_entry_ref('cost-model-primitives')}"
+        )
     elif name.startswith("moe_"):
-        cite = (f"NVIDIA AISimulate systems/data/{sku}/moe sweep ({LABEL[part]}), power_law_1.01 against "
-                f"balanced routing; value as committed in {registry_entry_ref('cost-model-primitives')}")
+        cite = (
+            f"NVIDIA AISimulate systems/data/{sku}/moe sweep ({LABEL[part]}), power_law_1.01 against "
+            f"balanced routing; value as committed in {registry_entry_ref('cost-model-primitives')}"
+        )
     else:
         cite = f"NVIDIA AISimulate systems/{sku}.yaml"
     return {"kind": "model", "cite": cite, "role": "primary"}
@@ -218,8 +265,16 @@ def build_primitives(ref: Path, report: list[str]) -> list[tuple[str, dict[str, 
                     report.append(f"{set_name}: {name} [{part}] newest {value} replaces stored {old['value']}")
                 sources = [prim_source(name, part), docs_source(set_name)]
                 ci = None
-            e = entry(value, units, method, fitted if method == "measured" else False, parts, sources,
-                      prim_rationale(name, part, value, method), ci)
+            e = entry(
+                value,
+                units,
+                method,
+                fitted if method == "measured" else False,
+                parts,
+                sources,
+                prim_rationale(name, part, value, method),
+                ci,
+            )
             e["_section"] = ", ".join(parts)
             out.append((name, e))
     return out
@@ -228,8 +283,12 @@ def build_primitives(ref: Path, report: list[str]) -> list[tuple[str, dict[str, 
 # ----------------------------------------------------------------------------- collectives
 
 OPS = ["all_gather", "all_reduce", "alltoall", "reduce_scatter"]
-OP_WORDS = {"all_gather": "all-gather", "all_reduce": "all-reduce", "alltoall": "all-to-all",
-            "reduce_scatter": "reduce-scatter"}
+OP_WORDS = {
+    "all_gather": "all-gather",
+    "all_reduce": "all-reduce",
+    "alltoall": "all-to-all",
+    "reduce_scatter": "reduce-scatter",
+}
 CUSTOM_AR_PARTS = {"a100-sxm", "a100-80", "h100", "h200", "b200", "b300"}
 
 
@@ -288,8 +347,10 @@ def build_collectives(ref: Path, report: list[str]) -> list[tuple[str, dict[str,
                             assert hit["method"] == method
                             sources = carried_sources(hit, set_name)
                             if part == "a100-80":
-                                rationale += (" Same value as the a100-sxm entry of this name: a100-80 is "
-                                              "the same A100 SXM4 80GB silicon under a second catalog name.")
+                                rationale += (
+                                    " Same value as the a100-sxm entry of this name: a100-80 is "
+                                    "the same A100 SXM4 80GB silicon under a second catalog name."
+                                )
                         else:
                             old = stored.get(lookup_name, lookup_part)
                             if old is not None and part != "a100-80":
@@ -317,15 +378,25 @@ def build_collectives(ref: Path, report: list[str]) -> list[tuple[str, dict[str,
     return out
 
 
-def coll_rationale(param: str, op: str, dtype: str, n: int, part: str, value: float, method: str,
-                   values: dict[tuple[str, str, str, str], dict[int, tuple[float, str]]]) -> str:
+def coll_rationale(
+    param: str,
+    op: str,
+    dtype: str,
+    n: int,
+    part: str,
+    value: float,
+    method: str,
+    values: dict[tuple[str, str, str, str], dict[int, tuple[float, str]]],
+) -> str:
     what = f"{OP_WORDS[op]} over {n} {LABEL[part]} GPUs with {dtype} elements"
     law = "It enters t(bytes) = max(floor + bytes / transition_rate, bytes / peak_rate), in us and bytes/us."
     lane = ""
     if op == "all_reduce" and dtype == "fp16" and part in CUSTOM_AR_PARTS and method == "measured":
-        lane = (" Taken from vLLM's custom all-reduce kernel replayed in a CUDA graph, which is what vLLM "
-                "runs for a half-precision tensor-parallel all-reduce on an NVLink part; the NCCL timings "
-                "for the same case are markedly slower and would overprice every decode step.")
+        lane = (
+            " Taken from vLLM's custom all-reduce kernel replayed in a CUDA graph, which is what vLLM "
+            "runs for a half-precision tensor-parallel all-reduce on an NVLink part; the NCCL timings "
+            "for the same case are markedly slower and would overprice every decode step."
+        )
     if method == "assumed":
         measured = {k: v for k, (v, m) in values[(param, op, dtype, part)].items() if m == "measured"}
         widths = sorted(measured)
@@ -333,31 +404,43 @@ def coll_rationale(param: str, op: str, dtype: str, n: int, part: str, value: fl
             basis = ""
             if len(widths) >= 2:
                 pred = fit_linear_floor(measured, n)
-                basis = (f" A straight line in (ranks - 1) through this part's measured floors at "
-                         f"{'/'.join(map(str, widths))} ranks gives {pred:.2f} us here.")
-            return (f"Small-message latency of an {what}. No sweep covers this width on this part, so the "
-                    f"registry extrapolates the floor from the part's own measured widths with a linear model "
-                    f"in (ranks - 1), an approach it validated on held-out widths of parts that were measured "
-                    f"there; an earlier ring hop-count model was tried and rejected.{basis} {law} Replace "
-                    f"with a measured {n}-rank sweep when one exists.")
+                basis = (
+                    f" A straight line in (ranks - 1) through this part's measured floors at "
+                    f"{'/'.join(map(str, widths))} ranks gives {pred:.2f} us here."
+                )
+            return (
+                f"Small-message latency of an {what}. No sweep covers this width on this part, so the "
+                f"registry extrapolates the floor from the part's own measured widths with a linear model "
+                f"in (ranks - 1), an approach it validated on held-out widths of parts that were measured "
+                f"there; an earlier ring hop-count model was tried and rejected.{basis} {law} Replace "
+                f"with a measured {n}-rank sweep when one exists."
+            )
         carried = [k for k, v in measured.items() if same(v, value)]
         src = f" It equals the measured {max(carried)}-rank value on this part." if carried else ""
-        return (f"{'Peak' if param == 'peak_rate' else 'Transition'} rate of an {what}. No sweep covers "
-                f"this width on this part; the registry carries the rate over from the widest width it "
-                f"measured rather than inventing a slope, which leaves the width dependence to the "
-                f"extrapolated floor.{src} {law} Replace with a measured {n}-rank sweep when one exists.")
+        return (
+            f"{'Peak' if param == 'peak_rate' else 'Transition'} rate of an {what}. No sweep covers "
+            f"this width on this part; the registry carries the rate over from the widest width it "
+            f"measured rather than inventing a slope, which leaves the width dependence to the "
+            f"extrapolated floor.{src} {law} Replace with a measured {n}-rank sweep when one exists."
+        )
     if param == "floor":
-        return (f"Small-message latency of an {what}: the minimum over the sweep's messages of 4 KiB or "
-                f"less, where time no longer depends on size (an order statistic, so not fitted).{lane} {law}")
+        return (
+            f"Small-message latency of an {what}: the minimum over the sweep's messages of 4 KiB or "
+            f"less, where time no longer depends on size (an order statistic, so not fitted).{lane} {law}"
+        )
     if param == "peak_rate":
-        return (f"Large-message rate of an {what}: the highest bytes-per-microsecond the sweep reached "
-                f"(messages up to hundreds of MiB). Where the sweep had not yet saturated, this is a lower "
-                f"bound on the true asymptote, which errs toward pricing transfers slower.{lane} {law}")
-    return (f"Mid-size rate of an {what}, which governs messages of roughly 64 KiB to 8 MiB where "
-            f"prefill collectives land. Fitted over the whole sweep by minimising the mean absolute log "
-            f"ratio of predicted to measured latency, with the floor and peak held at their own values; "
-            f"below the peak because the asymptote is only reached by messages far larger than a forward "
-            f"pass produces.{lane} {law}")
+        return (
+            f"Large-message rate of an {what}: the highest bytes-per-microsecond the sweep reached "
+            f"(messages up to hundreds of MiB). Where the sweep had not yet saturated, this is a lower "
+            f"bound on the true asymptote, which errs toward pricing transfers slower.{lane} {law}"
+        )
+    return (
+        f"Mid-size rate of an {what}, which governs messages of roughly 64 KiB to 8 MiB where "
+        f"prefill collectives land. Fitted over the whole sweep by minimising the mean absolute log "
+        f"ratio of predicted to measured latency, with the floor and peak held at their own values; "
+        f"below the peak because the asymptote is only reached by messages far larger than a forward "
+        f"pass produces.{lane} {law}"
+    )
 
 
 # ----------------------------------------------------------------------------- attention
@@ -367,59 +450,81 @@ ATT_UNITS = {"attention_decode_floor_mla": "us_per_transfer", "attention_decode_
 
 def att_rationale(name: str, part: str, value: float, method: str, floors: dict[str, float]) -> str:
     chip = LABEL[part]
-    law = ("Decode attention per layer and step is floor + kv_bytes / rate, kv_bytes being what the "
-           "step's requests read from the cache.")
+    law = (
+        "Decode attention per layer and step is floor + kv_bytes / rate, kv_bytes being what the "
+        "step's requests read from the cache."
+    )
     if name == "attention_decode_floor":
-        return (f"Fixed cost of one decode attention call on {chip} (launch and setup), paid whatever the "
-                f"context length; the reason a pure-bandwidth model is badly wrong at short context. Fitted "
-                f"with its rate on the AISimulate decode-attention sweep for this part by minimising the "
-                f"mean absolute log error over full-attention points. {law} Full (GQA/MHA) attention: K and "
-                f"V of every cached token of every request.")
+        return (
+            f"Fixed cost of one decode attention call on {chip} (launch and setup), paid whatever the "
+            f"context length; the reason a pure-bandwidth model is badly wrong at short context. Fitted "
+            f"with its rate on the AISimulate decode-attention sweep for this part by minimising the "
+            f"mean absolute log error over full-attention points. {law} Full (GQA/MHA) attention: K and "
+            f"V of every cached token of every request."
+        )
     if name == "attention_decode_rate":
-        return (f"Bytes per microsecond that decode attention actually streams from the KV cache on {chip}; "
-                f"well short of the datasheet HBM rate, and different enough between parts that no single "
-                f"derate would serve. Fitted jointly with attention_decode_floor. {law}")
+        return (
+            f"Bytes per microsecond that decode attention actually streams from the KV cache on {chip}; "
+            f"well short of the datasheet HBM rate, and different enough between parts that no single "
+            f"derate would serve. Fitted jointly with attention_decode_floor. {law}"
+        )
     if name == "attention_prefill_floor":
-        return (f"Fixed cost of a prefill attention call on {chip}. Prefill attention is priced as floor + "
-                f"causal FLOPs / (bf16 peak * bf16 GEMM ramp efficiency * attention_prefill_work_scale), so "
-                f"the floor and scale are fitted against the bf16 ramp in cost-model-primitives and must be "
-                f"refitted if that ramp changes.")
+        return (
+            f"Fixed cost of a prefill attention call on {chip}. Prefill attention is priced as floor + "
+            f"causal FLOPs / (bf16 peak * bf16 GEMM ramp efficiency * attention_prefill_work_scale), so "
+            f"the floor and scale are fitted against the bf16 ramp in cost-model-primitives and must be "
+            f"refitted if that ramp changes."
+        )
     if name == "attention_prefill_work_scale":
-        return (f"Fraction of the bf16 GEMM ramp that causal prefill attention achieves on {chip}, fitted "
-                f"with attention_prefill_floor on the AISimulate prefill-attention sweep. Tied to the bf16 "
-                f"ramp constants in cost-model-primitives.")
+        return (
+            f"Fraction of the bf16 GEMM ramp that causal prefill attention achieves on {chip}, fitted "
+            f"with attention_prefill_floor on the AISimulate prefill-attention sweep. Tied to the bf16 "
+            f"ramp constants in cost-model-primitives."
+        )
     if name == "attention_decode_floor_swa":
         if method == "assumed":
-            return (f"Sliding-window decode floor for {chip}. The AISimulate collection the registry uses has "
-                    f"no sliding-window decode sweep for this part, so the registry publishes an assumed pair "
-                    f"(this floor and attention_decode_rate_swa); the value is carried here as published at "
-                    f"registry commit {REGISTRY_COMMIT}, and its derivation is documented in that registry "
-                    f"entry. It lets windowed layers (e.g. gpt-oss) be priced with a windowed kernel's much "
-                    f"lower achieved bandwidth instead of falling back to the full-attention pair. Replace "
-                    f"with a fit on an A100 sliding-window sweep when one is collected.")
-        return (f"Decode floor for sliding-window layers on {chip}. Same law as full attention but the read "
-                f"is bounded by min(context, window); windowed kernels get their own pair because they "
-                f"sustain far less bandwidth. Fitted on the part's sliding-window decode points.")
+            return (
+                f"Sliding-window decode floor for {chip}. The AISimulate collection the registry uses has "
+                f"no sliding-window decode sweep for this part, so the registry publishes an assumed pair "
+                f"(this floor and attention_decode_rate_swa); the value is carried here as published at "
+                f"registry commit {REGISTRY_COMMIT}, and its derivation is documented in that registry "
+                f"entry. It lets windowed layers (e.g. gpt-oss) be priced with a windowed kernel's much "
+                f"lower achieved bandwidth instead of falling back to the full-attention pair. Replace "
+                f"with a fit on an A100 sliding-window sweep when one is collected."
+            )
+        return (
+            f"Decode floor for sliding-window layers on {chip}. Same law as full attention but the read "
+            f"is bounded by min(context, window); windowed kernels get their own pair because they "
+            f"sustain far less bandwidth. Fitted on the part's sliding-window decode points."
+        )
     if name == "attention_decode_rate_swa":
         if method == "assumed":
-            return (f"Sliding-window decode rate for {chip}, the second half of the registry's assumed pair "
-                    f"for this part (no sliding-window sweep exists for it in the collection used). Carried "
-                    f"as published at registry commit {REGISTRY_COMMIT}; windowed kernels reach a small "
-                    f"fraction of the full-attention rate, which is why a separate, lower figure is needed. "
-                    f"Replace with a measured fit when an A100 sliding-window sweep is available.")
-        return (f"Bytes per microsecond a sliding-window decode kernel sustains on {chip}, reading at most "
-                f"the window's K and V per request. Fitted with attention_decode_floor_swa.")
+            return (
+                f"Sliding-window decode rate for {chip}, the second half of the registry's assumed pair "
+                f"for this part (no sliding-window sweep exists for it in the collection used). Carried "
+                f"as published at registry commit {REGISTRY_COMMIT}; windowed kernels reach a small "
+                f"fraction of the full-attention rate, which is why a separate, lower figure is needed. "
+                f"Replace with a measured fit when an A100 sliding-window sweep is available."
+            )
+        return (
+            f"Bytes per microsecond a sliding-window decode kernel sustains on {chip}, reading at most "
+            f"the window's K and V per request. Fitted with attention_decode_floor_swa."
+        )
     if name == "attention_decode_floor_mla":
-        return (f"Decode floor for multi-head latent attention on {chip}. Set equal to this part's own "
-                f"measured full-attention decode floor ({floors.get(part, value):g} us): the MLA tables the "
-                f"registry first fitted time the whole MLA block including its projections, which the "
-                f"kernel prices separately as GEMMs, so their intercept would double-count; the launch "
-                f"floor of a decode attention kernel on the same part is the nearest measured quantity. "
-                f"Replace with a floor fitted on an attention-core-only MLA sweep.")
+        return (
+            f"Decode floor for multi-head latent attention on {chip}. Set equal to this part's own "
+            f"measured full-attention decode floor ({floors.get(part, value):g} us): the MLA tables the "
+            f"registry first fitted time the whole MLA block including its projections, which the "
+            f"kernel prices separately as GEMMs, so their intercept would double-count; the launch "
+            f"floor of a decode attention kernel on the same part is the nearest measured quantity. "
+            f"Replace with a floor fitted on an attention-core-only MLA sweep."
+        )
     if name == "attention_decode_rate_mla":
-        return (f"Bytes per microsecond an MLA decode kernel sustains on {chip} while reading one compressed "
-                f"latent per cached token (kv_lora_rank + rope dimensions, 576 elements for DeepSeek-V3), "
-                f"which TP does not shard. Fitted on the AISimulate MLA decode points for this part.")
+        return (
+            f"Bytes per microsecond an MLA decode kernel sustains on {chip} while reading one compressed "
+            f"latent per cached token (kv_lora_rank + rope dimensions, 576 elements for DeepSeek-V3), "
+            f"which TP does not shard. Fitted on the AISimulate MLA decode points for this part."
+        )
     raise KeyError(name)
 
 
@@ -450,21 +555,24 @@ def build_attention(ref: Path, report: list[str]) -> list[tuple[str, dict[str, A
                     report.append(f"{set_name}: {name} [{part}] newest {value} replaces stored {old['value']}")
                 phase = "prefill (context) attention" if "prefill" in name else "decode (generation) attention"
                 if method == "measured":
-                    src = {"kind": "model",
-                           "cite": f"NVIDIA AISimulate systems/data/{SKU[part]}/attention sweep ({LABEL[part]}), "
-                                   f"{phase}, engine lane as recorded in the registry entry (the registry "
-                                   f"fits attention on the lane vLLM runs); value as committed in "
-                                   f"{registry_entry_ref(set_name)}",
-                           "role": "primary"}
+                    src = {
+                        "kind": "model",
+                        "cite": f"NVIDIA AISimulate systems/data/{SKU[part]}/attention sweep ({LABEL[part]}), "
+                        f"{phase}, engine lane as recorded in the registry entry (the registry "
+                        f"fits attention on the lane vLLM runs); value as committed in "
+                        f"{registry_entry_ref(set_name)}",
+                        "role": "primary",
+                    }
                 else:
-                    src = {"kind": "vendor_doc",
-                           "cite": f"{registry_entry_ref(set_name)}: entry marked assumed "
-                                   f"(see its rationale for the derivation)",
-                           "role": "primary"}
+                    src = {
+                        "kind": "vendor_doc",
+                        "cite": f"{registry_entry_ref(set_name)}: entry marked assumed "
+                        f"(see its rationale for the derivation)",
+                        "role": "primary",
+                    }
                 sources = [src, docs_source(set_name)]
                 fitted = method == "measured"
-            e = entry(value, units, method, fitted, parts, sources,
-                      att_rationale(name, part, value, method, floors))
+            e = entry(value, units, method, fitted, parts, sources, att_rationale(name, part, value, method, floors))
             e["_section"] = ", ".join(parts)
             out.append((name, e))
     return out
@@ -482,13 +590,15 @@ FAMILY_WORDS = {
 def rec_rationale(name: str, part: str) -> str:
     fam = name.rsplit("_", 1)[1]
     chip = LABEL[part]
-    law = ("Priced per recurrent layer as floor + tokens / rate (the rate is tokens per microsecond even "
-           "though the unit vocabulary labels it 'tokens').")
+    law = (
+        "Priced per recurrent layer as floor + tokens / rate (the rate is tokens per microsecond even "
+        "though the unit vocabulary labels it 'tokens')."
+    )
     caveat = {
         "kda": " Fitted at the head geometry of the catalog model it serves (96 key heads, Kimi-K3), since the "
-               "law has no head-count term.",
+        "law has no head-count term.",
         "mamba2": " A LOWER BOUND: the sweep times only the causal convolution update; the selective scan that "
-                  "makes up the rest of a Mamba2 layer is in no AISimulate collection.",
+        "makes up the rest of a Mamba2 layer is in no AISimulate collection.",
         "gdn": " Fitted at the head geometry of the catalog's GDN model, since the law has no head-count term.",
     }[fam]
     if "floor" in name:
@@ -519,10 +629,15 @@ def build_recurrent(ref: Path, report: list[str]) -> list[tuple[str, dict[str, A
                 if old is not None:
                     report.append(f"{set_name}: {name} [{part}] newest {value} replaces stored {old['value']}")
                 fam = name.rsplit("_", 1)[1]
-                sources = [{"kind": "model",
-                            "cite": f"NVIDIA AISimulate systems/data/{SKU[part]} {fam} decode sweep "
-                                    f"({LABEL[part]}); value as committed in {registry_entry_ref(set_name)}",
-                            "role": "primary"}, docs_source(set_name)]
+                sources = [
+                    {
+                        "kind": "model",
+                        "cite": f"NVIDIA AISimulate systems/data/{SKU[part]} {fam} decode sweep "
+                        f"({LABEL[part]}); value as committed in {registry_entry_ref(set_name)}",
+                        "role": "primary",
+                    },
+                    docs_source(set_name),
+                ]
             e = entry(value, units, method, method == "measured", [part], sources, rec_rationale(name, part))
             e["_section"] = part
             out.append((name, e))
@@ -538,36 +653,43 @@ HOST_RATIONALE = {
         "anchored on the ratio analysis of InferenceX concurrency-1 runs (median about 40.8 ms), used for "
         "its order of magnitude only since InferenceX is an evaluation dataset. It was the largest single "
         "accuracy lever recorded for TTFT (measured-tier TTFT error 52.94% to 31.47%). A CPU-only timing "
-        "of request admission in the served engine would replace it."),
+        "of request admission in the served engine would replace it."
+    ),
     "host_admission_per_token": (
         "Host time per prompt token before scheduling (tokenization and similar), added to TTFT and "
         "excluding any queueing. Its order of magnitude comes from an earlier BLIS fit of a different "
         "functional form, which cannot be reused as a value; 0.35 us per token is a reasoned estimate. "
-        "Measurable without a GPU by timing the model's tokenizer, which would move it to measured."),
+        "Measurable without a GPU by timing the model's tokenizer, which would move it to measured."
+    ),
     "host_output_token": (
         "Host time per emitted token (incremental detokenization and streaming), charged to inter-token "
         "latency outside the step, not to step time. 45.9 us is anchored on the output-token-processing "
         "term of the removed trained-physics fit (about 45.9 us on H100), used only as a magnitude since "
-        "that fit belongs to another law. Timing the detokenizer on a CPU would replace it."),
+        "that fit belongs to another law. Timing the detokenizer on a CPU would replace it."
+    ),
     "host_completion": (
         "Fixed teardown per finished request, added to end-to-end latency only. 777.3 us is anchored on "
         "the post-decode constant of the removed trained-physics fit, used for its magnitude; a timing of "
-        "the engine's completion path would replace it."),
+        "the engine's completion path would replace it."
+    ),
     "host_launch_eager_per_layer": (
         "Host launch cost per layer when CUDA graphs are off (eager mode). Kernel launches are commonly "
         "quoted at several microseconds each; with no engine-level measurement of per-layer dispatch, 7 us "
         "is a reasoned midpoint. The kernel multiplies it by the layer count. An eager-mode profile of one "
-        "decode step would replace it."),
+        "decode step would replace it."
+    ),
     "host_replay_graph_per_step": (
         "Host cost of replaying a captured CUDA graph, charged once per graph segment of a step (a "
         "PIECEWISE capture has one segment per attention split). Graph replay is commonly quoted at a few "
-        "to ten microseconds; 7 us is an estimate pending a profile of graph launch in the served engine."),
+        "to ten microseconds; 7 us is an estimate pending a profile of graph launch in the served engine."
+    ),
     "host_launch_per_kernel": (
         "Host dispatch cost per kernel launched inside a step; at batch 1 it is the dominant host term. "
         "Backed out of the residuals of two published Granite-5 capacity runs against this cost model "
         "(H200 TP8 at context 8257, ITL 6.02 ms; H100 TP8 at context 707, ITL 6.13 ms), hence the narrow "
         "interval, and consistent with the couple of microseconds usually quoted for an in-graph "
-        "dispatch. Still assumed: it is a residual, not a direct timing."),
+        "dispatch. Still assumed: it is a residual, not a direct timing."
+    ),
 }
 
 
@@ -577,8 +699,16 @@ def build_host(ref: Path, report: list[str]) -> list[tuple[str, dict[str, Any]]]
     out = []
     for item in doc["coefficients"]:
         ((name, e),) = item.items()
-        ne = entry(e["value"], e["units"], e["method"], bool(e["fitted"]), PARTS,
-                   carried_sources(e, set_name), HOST_RATIONALE[name], e.get("ci95"))
+        ne = entry(
+            e["value"],
+            e["units"],
+            e["method"],
+            bool(e["fitted"]),
+            PARTS,
+            carried_sources(e, set_name),
+            HOST_RATIONALE[name],
+            e.get("ci95"),
+        )
         out.append((name, ne))
     report.append(f"{set_name}: scope widened to all nine parts (gb300 added), as in the newest registry")
     return out
@@ -593,25 +723,32 @@ def mem_rationale(name: str, value: float) -> str:
     if name.startswith("activation_buffer_count_"):
         fam, n = name.removeprefix("activation_buffer_count_").split("_")
         n = n.removesuffix("rank")
-        return (f"Number of hidden-width activation buffers a {'MoE' if fam == 'moe' else 'dense'} model "
-                f"holds per rank at tensor-parallel width {n}, in NVIDIA's vLLM memory model as AISimulate "
-                f"uses it: activation = max(count * max_num_batched_tokens * hidden * 2 bytes, "
-                f"activation_scratch_floor_bytes), with the width snapped to min(tp, 8). Sets how much HBM "
-                f"is left for KV cache, not step time.")
+        return (
+            f"Number of hidden-width activation buffers a {'MoE' if fam == 'moe' else 'dense'} model "
+            f"holds per rank at tensor-parallel width {n}, in NVIDIA's vLLM memory model as AISimulate "
+            f"uses it: activation = max(count * max_num_batched_tokens * hidden * 2 bytes, "
+            f"activation_scratch_floor_bytes), with the width snapped to min(tp, 8). Sets how much HBM "
+            f"is left for KV cache, not step time."
+        )
     if name == "activation_scratch_floor_bytes":
-        return (f"Lower bound on the activation reservation per rank, {value / 2**20:g} MiB, from the same "
-                f"NVIDIA memory model; it governs small max_num_batched_tokens settings.")
+        return (
+            f"Lower bound on the activation reservation per rank, {value / 2**20:g} MiB, from the same "
+            f"NVIDIA memory model; it governs small max_num_batched_tokens settings."
+        )
     if name == "cudagraph_capture_bytes_none":
-        return ("With cudagraph_mode NONE nothing is captured, so no graph memory is held: a deliberate "
-                "zero, not a missing value.")
+        return (
+            "With cudagraph_mode NONE nothing is captured, so no graph memory is held: a deliberate "
+            "zero, not a missing value."
+        )
     mode = name.removeprefix("cudagraph_capture_bytes_")
-    base = (f"Per-rank memory held by captured CUDA graphs under cudagraph_mode {mode.upper()}, "
-            f"{value / 2**30:.2f} GiB. No operator sweep measures capture memory; the magnitude is the "
-            f"registry's median of capture sizes reported in vLLM start-up logs collected from vLLM's issue "
-            f"tracker (docs/vllm-cudagraph-capture-samples.csv, 506 rows).")
+    base = (
+        f"Per-rank memory held by captured CUDA graphs under cudagraph_mode {mode.upper()}, "
+        f"{value / 2**30:.2f} GiB. No operator sweep measures capture memory; the magnitude is the "
+        f"registry's median of capture sizes reported in vLLM start-up logs collected from vLLM's issue "
+        f"tracker (docs/vllm-cudagraph-capture-samples.csv, 506 rows)."
+    )
     if mode in ("full", "full_decode_only"):
-        base += (" Too few logs exist for this mode, so it is charged the FULL_AND_PIECEWISE figure as an "
-                 "upper bound.")
+        base += " Too few logs exist for this mode, so it is charged the FULL_AND_PIECEWISE figure as an upper bound."
     return base + " A capture-memory measurement on the served model and engine would replace it."
 
 
@@ -627,23 +764,34 @@ def build_memory(report: list[str]) -> list[tuple[str, dict[str, Any]]]:
             value = int(value)
         units = "dimensionless" if name.startswith("activation_buffer_count_") else "bytes_per_rank"
         if method == "vendor_spec":
-            src = {"kind": "model",
-                   "cite": f"NVIDIA AISimulate vLLM-backend memory model (activation multiples and scratch "
-                           f"floor), as transcribed in {registry_entry_ref(set_name)}",
-                   "role": "primary"}
+            src = {
+                "kind": "model",
+                "cite": f"NVIDIA AISimulate vLLM-backend memory model (activation multiples and scratch "
+                f"floor), as transcribed in {registry_entry_ref(set_name)}",
+                "role": "primary",
+            }
         elif method == "assumed":
-            src = {"kind": "discussion",
-                   "cite": "vLLM start-up logs from vLLM's GitHub issue tracker, collected in blis-registry "
-                           "docs/vllm-cudagraph-capture-samples.csv; median taken by the registry "
-                           f"({registry_entry_ref(set_name)})",
-                   "role": "primary"}
+            src = {
+                "kind": "discussion",
+                "cite": "vLLM start-up logs from vLLM's GitHub issue tracker, collected in blis-registry "
+                "docs/vllm-cudagraph-capture-samples.csv; median taken by the registry "
+                f"({registry_entry_ref(set_name)})",
+                "role": "primary",
+            }
         else:
-            src = {"kind": "vendor_doc", "cite": f"{registry_entry_ref(set_name)}: declared zero",
-                   "role": "primary"}
-        out.append((name, entry(value, units, method, False, PARTS, [src, docs_source(set_name)],
-                                mem_rationale(name, float(value)))))
-    report.append(f"{set_name}: nccl_communicator_bytes_* and engine_workspace_bytes stay in "
-                  f"cost-model-primitives, where the newest registry keeps them")
+            src = {"kind": "vendor_doc", "cite": f"{registry_entry_ref(set_name)}: declared zero", "role": "primary"}
+        out.append(
+            (
+                name,
+                entry(
+                    value, units, method, False, PARTS, [src, docs_source(set_name)], mem_rationale(name, float(value))
+                ),
+            )
+        )
+    report.append(
+        f"{set_name}: nccl_communicator_bytes_* and engine_workspace_bytes stay in "
+        f"cost-model-primitives, where the newest registry keeps them"
+    )
     return out
 
 
@@ -764,8 +912,12 @@ def build_all(ref: Path) -> tuple[dict[str, str], list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--reference", type=Path, default=DEFAULT_REFERENCE,
-                    help="directory holding the stored blis-registry coefficient sets")
+    ap.add_argument(
+        "--reference",
+        type=Path,
+        default=DEFAULT_REFERENCE,
+        help="directory holding the stored blis-registry coefficient sets",
+    )
     ap.add_argument("--check", action="store_true", help="compare with the committed files instead of writing")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)

@@ -34,13 +34,25 @@ OUT = ROOT / "src" / "latencykernel" / "data" / "scenarios"
 DEFAULT_REFERENCE = ROOT.parent / "shared" / "reference" / "blis-latency-kernel" / "testdata" / "aisimulate"
 
 ALL_SETS = [
-    "cost-model-primitives", "cost-model-collectives", "cost-model-host-overheads",
-    "cost-model-attention", "cost-model-recurrent", "cost-model-memory",
+    "cost-model-primitives",
+    "cost-model-collectives",
+    "cost-model-host-overheads",
+    "cost-model-attention",
+    "cost-model-recurrent",
+    "cost-model-memory",
 ]
 ENGINE_ORDER = [
-    "quantization", "cache_dtype", "block_size", "max_num_batched_tokens", "max_num_seqs",
-    "max_model_len", "cudagraph_mode", "gpu_memory_utilization", "mamba_cache_mode",
-    "all2all_backend", "enable_prefix_caching",
+    "quantization",
+    "cache_dtype",
+    "block_size",
+    "max_num_batched_tokens",
+    "max_num_seqs",
+    "max_model_len",
+    "cudagraph_mode",
+    "gpu_memory_utilization",
+    "mamba_cache_mode",
+    "all2all_backend",
+    "enable_prefix_caching",
 ]
 PARALLEL_ORDER = ["tp", "pp", "dp", "enable_expert_parallel"]
 
@@ -54,7 +66,15 @@ def scalar(v: Any) -> str:
     if isinstance(v, (int, float)):
         return repr(v)
     s = str(v)
-    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*", s) and s.lower() not in {"true", "false", "null", "yes", "no", "on", "off"}:
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*", s) and s.lower() not in {
+        "true",
+        "false",
+        "null",
+        "yes",
+        "no",
+        "on",
+        "off",
+    }:
         return s
     return '"' + s.replace('"', '\\"') + '"'
 
@@ -66,7 +86,7 @@ def ordered(d: dict[str, Any], order: list[str]) -> list[tuple[str, Any]]:
 
 def emit_bundle(header: list[str], scenario: dict[str, Any], deployment: dict[str, Any]) -> str:
     out = [f"# {h}" if h else "#" for h in header]
-    out += ["kind: Scenario", f"name: {scenario['name']}", f"engine_version: \"{scenario['engine_version']}\"", ""]
+    out += ["kind: Scenario", f"name: {scenario['name']}", f'engine_version: "{scenario["engine_version"]}"', ""]
     out.append(f"model: {scenario['model']}")
     out.append("coefficients: [" + ", ".join(scenario["coefficients"]) + "]")
     out.append("")
@@ -149,31 +169,44 @@ def aisimulate_header(scen: dict[str, Any], dep: dict[str, Any], notes: dict[str
         "same name (testdata/aisimulate). Regenerate instead of editing.",
     ]
     if "topology" in notes:
-        parts.append(f"The corpus records the topology as: {notes['topology']}. "
-                     f"Workloads scored on it: {notes['workloads']}.")
-    held = ("block_size, max_num_seqs, gpu_memory_utilization and cudagraph_mode")
+        parts.append(
+            f"The corpus records the topology as: {notes['topology']}. Workloads scored on it: {notes['workloads']}."
+        )
+    held = "block_size, max_num_seqs, gpu_memory_utilization and cudagraph_mode"
     if notes.get("settings_are_defaults"):
-        parts.append(f"The corpus does not state {held}; the reference scenario treats the values below as "
-                     f"engine defaults, on the grounds that the comparison scores a ratio across concurrency "
-                     f"at one fixed deployment, where a constant setting largely cancels.")
+        parts.append(
+            f"The corpus does not state {held}; the reference scenario treats the values below as "
+            f"engine defaults, on the grounds that the comparison scores a ratio across concurrency "
+            f"at one fixed deployment, where a constant setting largely cancels."
+        )
     else:
-        parts.append(f"The corpus does not state {held}; the values below are fixed choices carried from "
-                     f"the reference scenario so that scores stay comparable, and they are not all vLLM's "
-                     f"defaults (vLLM's own cudagraph_mode default is FULL_AND_PIECEWISE, its "
-                     f"gpu_memory_utilization default 0.92, and its max_num_seqs default 256 only on small "
-                     f"or A100 parts).")
-    parts.append(f"max_model_len {eng.get('max_model_len')} is sized from the scored workloads, so every "
-                 f"request in them fits the context window.")
+        parts.append(
+            f"The corpus does not state {held}; the values below are fixed choices carried from "
+            f"the reference scenario so that scores stay comparable, and they are not all vLLM's "
+            f"defaults (vLLM's own cudagraph_mode default is FULL_AND_PIECEWISE, its "
+            f"gpu_memory_utilization default 0.92, and its max_num_seqs default 256 only on small "
+            f"or A100 parts)."
+        )
+    parts.append(
+        f"max_model_len {eng.get('max_model_len')} is sized from the scored workloads, so every "
+        f"request in them fits the context window."
+    )
     if notes.get("dsa_block"):
-        parts.append("block_size is 64: this is a DSA (sparse-MLA) model whose token indexer works on "
-                     "64-token blocks, and vLLM refuses a KV block size that 64 does not divide.")
+        parts.append(
+            "block_size is 64: this is a DSA (sparse-MLA) model whose token indexer works on "
+            "64-token blocks, and vLLM refuses a KV block size that 64 does not divide."
+        )
     if notes.get("legacy"):
-        msg = ("The reference file is in the older single-document layout (chip at top level, pools inside "
-               "the Scenario); it is written here in the current Scenario + Deployment form with the same "
-               "facts")
+        msg = (
+            "The reference file is in the older single-document layout (chip at top level, pools inside "
+            "the Scenario); it is written here in the current Scenario + Deployment form with the same "
+            "facts"
+        )
         if notes.get("memory_appended"):
-            msg += (", and cost-model-memory is appended to its coefficient list because the current kernel "
-                    "requires that set to size memory")
+            msg += (
+                ", and cost-model-memory is appended to its coefficient list because the current kernel "
+                "requires that set to size memory"
+            )
         parts.append(msg + ".")
     return wrap("\n\n".join(parts))
 
@@ -189,20 +222,40 @@ def build_aisimulate(ref: Path) -> dict[str, str]:
 
 # ----------------------------------------------------------------------------- examples
 
-STD = {"block_size": 16, "max_num_batched_tokens": 8192, "max_num_seqs": 256, "max_model_len": 32768,
-       "cudagraph_mode": "FULL_AND_PIECEWISE", "gpu_memory_utilization": 0.9}
+STD = {
+    "block_size": 16,
+    "max_num_batched_tokens": 8192,
+    "max_num_seqs": 256,
+    "max_model_len": 32768,
+    "cudagraph_mode": "FULL_AND_PIECEWISE",
+    "gpu_memory_utilization": 0.9,
+}
 
 
-def pool(tp: int, engine: dict[str, Any], *, nodes: int = 1, dp: int = 1, ep: bool = False,
-         role: str = "colocated") -> dict[str, Any]:
-    return {"role": role, "nodes": nodes,
-            "parallel": {"tp": tp, "pp": 1, "dp": dp, "enable_expert_parallel": ep},
-            "engine": engine}
+def pool(
+    tp: int, engine: dict[str, Any], *, nodes: int = 1, dp: int = 1, ep: bool = False, role: str = "colocated"
+) -> dict[str, Any]:
+    return {
+        "role": role,
+        "nodes": nodes,
+        "parallel": {"tp": tp, "pp": 1, "dp": dp, "enable_expert_parallel": ep},
+        "engine": engine,
+    }
 
 
-def example(name: str, model: str, chip: str, pools: list[dict[str, Any]], about: str, *,
-            nodes: int = 1, gpus_per_node: int = 8, fabric: str | None = None,
-            gpus_per_rack: int | None = None, pd: dict[str, str] | None = None) -> tuple[str, dict, dict, str]:
+def example(
+    name: str,
+    model: str,
+    chip: str,
+    pools: list[dict[str, Any]],
+    about: str,
+    *,
+    nodes: int = 1,
+    gpus_per_node: int = 8,
+    fabric: str | None = None,
+    gpus_per_rack: int | None = None,
+    pd: dict[str, str] | None = None,
+) -> tuple[str, dict, dict, str]:
     cluster: dict[str, Any] = {"hardware": chip}
     if fabric:
         cluster["fabric"] = fabric
@@ -210,8 +263,14 @@ def example(name: str, model: str, chip: str, pools: list[dict[str, Any]], about
     cluster["gpus_per_node"] = gpus_per_node
     if gpus_per_rack:
         cluster["gpus_per_rack"] = gpus_per_rack
-    scen = {"kind": "Scenario", "name": name, "engine_version": "0.29.0", "model": model,
-            "coefficients": ALL_SETS, "cluster": cluster}
+    scen = {
+        "kind": "Scenario",
+        "name": name,
+        "engine_version": "0.29.0",
+        "model": model,
+        "coefficients": ALL_SETS,
+        "cluster": cluster,
+    }
     dep: dict[str, Any] = {"kind": "Deployment", "name": name, "pools": pools}
     if pd:
         dep["pd_transfer"] = pd
@@ -224,121 +283,201 @@ def E(**kw: Any) -> dict[str, Any]:
     return e
 
 
-FIT = ("Weights per rank are about {w} GB against {cap} GiB x 0.9 usable, leaving the rest for "
-       "KV cache.")
+FIT = "Weights per rank are about {w} GB against {cap} GiB x 0.9 usable, leaving the rest for KV cache."
 
 EXAMPLES = [
-    example("deepseek-v3-h200-fp8-tp8", "deepseek-v3", "h200",
-            [pool(8, E(cache_dtype="fp8", cudagraph_mode="PIECEWISE"))],
-            "DeepSeek-V3 (671B MoE, MLA, fp8 checkpoint served as-is) on one 8 x H200 node with tensor "
-            "parallelism 8 and an fp8 latent cache; the deployment of the kernel's published step "
-            "anatomy, with PIECEWISE graphs. " + FIT.format(w=84, cap=141)),
-    example("deepseek-r1-b200-fp8-tp8", "deepseek-r1", "b200",
-            [pool(8, E(cache_dtype="fp8"))],
-            "DeepSeek-R1 (same 671B MLA MoE architecture as V3, fp8 checkpoint served as-is) on one "
-            "8 x B200 node, TP 8, fp8 latent cache. " + FIT.format(w=84, cap=180)),
-    example("llama-3.1-8b-instruct-h100-bf16-tp1", "llama-3.1-8b-instruct", "h100",
-            [pool(1, E(cache_dtype="auto"))],
-            "Llama-3.1-8B-Instruct (bf16 checkpoint, served as-is) on a single H100, no collectives; "
-            "bf16 KV cache (auto follows the weights). " + FIT.format(w=16, cap=80)),
-    example("llama-3.1-70b-instruct-h100-bf16-tp4", "llama-3.1-70b-instruct", "h100",
-            [pool(4, E(cache_dtype="auto"))],
-            "Llama-3.1-70B-Instruct (bf16, served as-is) on four H100s of one node, TP 4 over NVLink. "
-            + FIT.format(w=35, cap=80)),
-    example("llama-3.1-70b-instruct-gb200-nvl72-fp8-tp4", "llama-3.1-70b-instruct", "gb200-nvl72",
-            [pool(4, E(quantization="fp8", cache_dtype="fp8"))],
-            "Llama-3.1-70B-Instruct quantized online to fp8 (the checkpoint is bf16) on one 4-GPU "
-            "GB200 compute tray of an NVL72 rack, TP 4, fp8 KV cache. " + FIT.format(w=18, cap=173.2),
-            gpus_per_node=4, gpus_per_rack=72),
-    example("qwen3-32b-a100-sxm-bf16-tp2", "qwen3-32b", "a100-sxm",
-            [pool(2, E(cache_dtype="auto"))],
-            "Qwen3-32B (dense, bf16 served as-is) on two A100 SXM4 80GB, TP 2. A100 has no FP8 tensor "
-            "cores, so everything is priced at the bf16 rate. " + FIT.format(w=33, cap=80)),
-    example("qwen3-30b-a3b-l40s-bf16-tp4", "qwen3-30b-a3b", "l40s",
-            [pool(4, E(cache_dtype="auto"))],
-            "Qwen3-30B-A3B (128-expert MoE, bf16 served as-is) on four PCIe L40S cards, TP 4; "
-            "collectives cross PCIe (no NVLink). " + FIT.format(w=15, cap=48)),
-    example("qwen3-235b-a22b-h200-bf16-tp8", "qwen3-235b-a22b", "h200",
-            [pool(8, E(cache_dtype="auto"))],
-            "Qwen3-235B-A22B (MoE, bf16 served as-is) on one 8 x H200 node, TP 8. "
-            + FIT.format(w=59, cap=141)),
-    example("mixtral-8x7b-v0.1-a100-80-bf16-tp4", "mixtral-8x7b-v0.1", "a100-80",
-            [pool(4, E(cache_dtype="auto"))],
-            "Mixtral-8x7B (8-expert MoE, bf16 served as-is) on four A100 80GB (catalog name a100-80), "
-            "TP 4. " + FIT.format(w=23, cap=80)),
-    example("gpt-oss-120b-b200-mxfp4-tp1", "gpt-oss-120b", "b200",
-            [pool(1, E(cache_dtype="auto"))],
-            "gpt-oss-120b as released (MXFP4 experts, bf16 attention and embeddings, served as-is) on a "
-            "single B200; alternating sliding-window and full attention layers. "
-            + FIT.format(w=62, cap=180)),
-    example("minimax-m2.5-h200-fp8-tp4", "minimax-m2.5", "h200",
-            [pool(4, E(cache_dtype="fp8"))],
-            "MiniMax-M2.5 (MoE, fp8 checkpoint served as-is) on four H200s, TP 4, fp8 KV cache. "
-            + FIT.format(w=57, cap=141)),
-    example("kimi-k2.5-b200-int4-tp8", "kimi-k2.5", "b200",
-            [pool(8, E(cache_dtype="fp8"))],
-            "Kimi-K2.5 (about 1T-parameter MLA MoE; int4 W4A16 expert checkpoint served as-is, so "
-            "expert GEMMs compute at the bf16 rate) on one 8 x B200 node, TP 8, fp8 latent cache. "
-            + FIT.format(w=64, cap=180)),
-    example("glm-5-b300-fp8-tp8", "glm-5", "b300",
-            [pool(8, E(cache_dtype="fp8", block_size=64))],
-            "GLM-5 (sparse-MLA / DSA MoE, fp8 checkpoint served as-is) on one 8 x B300 node, TP 8. "
-            "block_size 64 because the DSA indexer works on 64-token blocks. " + FIT.format(w=93, cap=268.6)),
-    example("qwen3.5-397b-a17b-b300-bf16-tp8", "qwen3.5-397b-a17b", "b300",
-            [pool(8, E(cache_dtype="auto", mamba_cache_mode="align"))],
-            "Qwen3.5-397B-A17B (hybrid Gated-DeltaNet + attention MoE, bf16 served as-is) on one 8 x B300 "
-            "node, TP 8. mamba_cache_mode align is stated because prefix caching is on and a hybrid "
-            "model then runs its recurrent cache aligned. " + FIT.format(w=99, cap=268.6)),
-    example("gpt2-xl-l40s-bf16-tp1", "gpt2-xl", "l40s",
-            [pool(1, E(cache_dtype="auto", max_num_batched_tokens=2048, max_num_seqs=64,
-                       max_model_len=1024))],
-            "GPT-2 XL (1.5B dense, 48 layers) on a single L40S. The checkpoint is stored in fp32; vLLM "
-            "serves such checkpoints in 16-bit and the catalog graph records bf16 weights, so no "
-            "quantization key is needed. Its learned position table limits the context to 1024 tokens, "
-            "hence max_model_len 1024. Weights are about 3 GB, far below 48 GiB x 0.9."),
-    example("deepseek-v4-pro-gb300-fp8-tp8", "deepseek-v4-pro", "gb300",
-            [pool(8, E(cache_dtype="fp8"), nodes=2)],
-            "DeepSeek-V4-Pro (about 1.6T-parameter MoE, fp8 checkpoint with MXFP4 experts, served as-is) "
-            "on two 4-GPU GB300 trays of one NVL72 rack, TP 8. The tensor-parallel group spans two "
-            "nodes but stays inside the rack's NVLink domain (gpus_per_rack 72), so no collective "
-            "leaves NVLink; the fabric is named only because the cluster has more than one node. "
-            + FIT.format(w=105, cap=277.5),
-            nodes=2, gpus_per_node=4, gpus_per_rack=72, fabric="ib-400g"),
-    example("minimax-m3-b300-bf16-tp8", "minimax-m3", "b300",
-            [pool(8, E(cache_dtype="auto"))],
-            "MiniMax-M3 (MoE with sliding-window and indexed attention, bf16 served as-is) on one "
-            "8 x B300 node, TP 8. " + FIT.format(w=107, cap=268.6)),
-    example("minimax-m2.5-h200-ep16", "minimax-m2.5", "h200",
-            [pool(8, E(quantization="fp8", cache_dtype="fp8", max_num_batched_tokens=32768), nodes=2,
-                  dp=2, ep=True)],
-            "The speed benchmark's multi-node MoE deployment: MiniMax-M2.5 on two 8 x H200 nodes joined "
-            "by InfiniBand NDR, TP 8 within each node and data parallelism 2 across them, with expert "
-            "parallelism on, so experts are spread over an EP group of tp x dp = 16 GPUs and the "
-            "expert all-to-all crosses the fabric. quantization fp8 matches the fp8 checkpoint (it "
-            "selects the same fp8 path the checkpoint would). With the experts spread over 16 GPUs, "
-            "weights per rank are about 15 GB of 141 GiB x 0.9.",
-            nodes=2, fabric="ib-400g"),
-    example("deepseek-v3-h200-disagg", "deepseek-v3", "h200",
-            [pool(8, E(cache_dtype="fp8", max_num_batched_tokens=16384, cudagraph_mode="PIECEWISE"),
-                  role="prefill"),
-             pool(8, E(cache_dtype="fp8", max_num_seqs=256, cudagraph_mode="FULL_AND_PIECEWISE"),
-                  role="decode")],
-            "Prefill/decode disaggregation of DeepSeek-V3: one 8 x H200 node runs prefill (TP 8) and a "
-            "second runs decode (TP 8); finished prompts' KV moves between the pools over NixlConnector "
-            "on the InfiniBand fabric. The cluster's node count is the sum of the pools' nodes. "
-            + FIT.format(w=84, cap=141),
-            nodes=2, fabric="ib-400g", pd={"connector": "NixlConnector"}),
+    example(
+        "deepseek-v3-h200-fp8-tp8",
+        "deepseek-v3",
+        "h200",
+        [pool(8, E(cache_dtype="fp8", cudagraph_mode="PIECEWISE"))],
+        "DeepSeek-V3 (671B MoE, MLA, fp8 checkpoint served as-is) on one 8 x H200 node with tensor "
+        "parallelism 8 and an fp8 latent cache; the deployment of the kernel's published step "
+        "anatomy, with PIECEWISE graphs. " + FIT.format(w=84, cap=141),
+    ),
+    example(
+        "deepseek-r1-b200-fp8-tp8",
+        "deepseek-r1",
+        "b200",
+        [pool(8, E(cache_dtype="fp8"))],
+        "DeepSeek-R1 (same 671B MLA MoE architecture as V3, fp8 checkpoint served as-is) on one "
+        "8 x B200 node, TP 8, fp8 latent cache. " + FIT.format(w=84, cap=180),
+    ),
+    example(
+        "llama-3.1-8b-instruct-h100-bf16-tp1",
+        "llama-3.1-8b-instruct",
+        "h100",
+        [pool(1, E(cache_dtype="auto"))],
+        "Llama-3.1-8B-Instruct (bf16 checkpoint, served as-is) on a single H100, no collectives; "
+        "bf16 KV cache (auto follows the weights). " + FIT.format(w=16, cap=80),
+    ),
+    example(
+        "llama-3.1-70b-instruct-h100-bf16-tp4",
+        "llama-3.1-70b-instruct",
+        "h100",
+        [pool(4, E(cache_dtype="auto"))],
+        "Llama-3.1-70B-Instruct (bf16, served as-is) on four H100s of one node, TP 4 over NVLink. "
+        + FIT.format(w=35, cap=80),
+    ),
+    example(
+        "llama-3.1-70b-instruct-gb200-nvl72-fp8-tp4",
+        "llama-3.1-70b-instruct",
+        "gb200-nvl72",
+        [pool(4, E(quantization="fp8", cache_dtype="fp8"))],
+        "Llama-3.1-70B-Instruct quantized online to fp8 (the checkpoint is bf16) on one 4-GPU "
+        "GB200 compute tray of an NVL72 rack, TP 4, fp8 KV cache. " + FIT.format(w=18, cap=173.2),
+        gpus_per_node=4,
+        gpus_per_rack=72,
+    ),
+    example(
+        "qwen3-32b-a100-sxm-bf16-tp2",
+        "qwen3-32b",
+        "a100-sxm",
+        [pool(2, E(cache_dtype="auto"))],
+        "Qwen3-32B (dense, bf16 served as-is) on two A100 SXM4 80GB, TP 2. A100 has no FP8 tensor "
+        "cores, so everything is priced at the bf16 rate. " + FIT.format(w=33, cap=80),
+    ),
+    example(
+        "qwen3-30b-a3b-l40s-bf16-tp4",
+        "qwen3-30b-a3b",
+        "l40s",
+        [pool(4, E(cache_dtype="auto"))],
+        "Qwen3-30B-A3B (128-expert MoE, bf16 served as-is) on four PCIe L40S cards, TP 4; "
+        "collectives cross PCIe (no NVLink). " + FIT.format(w=15, cap=48),
+    ),
+    example(
+        "qwen3-235b-a22b-h200-bf16-tp8",
+        "qwen3-235b-a22b",
+        "h200",
+        [pool(8, E(cache_dtype="auto"))],
+        "Qwen3-235B-A22B (MoE, bf16 served as-is) on one 8 x H200 node, TP 8. " + FIT.format(w=59, cap=141),
+    ),
+    example(
+        "mixtral-8x7b-v0.1-a100-80-bf16-tp4",
+        "mixtral-8x7b-v0.1",
+        "a100-80",
+        [pool(4, E(cache_dtype="auto"))],
+        "Mixtral-8x7B (8-expert MoE, bf16 served as-is) on four A100 80GB (catalog name a100-80), "
+        "TP 4. " + FIT.format(w=23, cap=80),
+    ),
+    example(
+        "gpt-oss-120b-b200-mxfp4-tp1",
+        "gpt-oss-120b",
+        "b200",
+        [pool(1, E(cache_dtype="auto"))],
+        "gpt-oss-120b as released (MXFP4 experts, bf16 attention and embeddings, served as-is) on a "
+        "single B200; alternating sliding-window and full attention layers. " + FIT.format(w=62, cap=180),
+    ),
+    example(
+        "minimax-m2.5-h200-fp8-tp4",
+        "minimax-m2.5",
+        "h200",
+        [pool(4, E(cache_dtype="fp8"))],
+        "MiniMax-M2.5 (MoE, fp8 checkpoint served as-is) on four H200s, TP 4, fp8 KV cache. "
+        + FIT.format(w=57, cap=141),
+    ),
+    example(
+        "kimi-k2.5-b200-int4-tp8",
+        "kimi-k2.5",
+        "b200",
+        [pool(8, E(cache_dtype="fp8"))],
+        "Kimi-K2.5 (about 1T-parameter MLA MoE; int4 W4A16 expert checkpoint served as-is, so "
+        "expert GEMMs compute at the bf16 rate) on one 8 x B200 node, TP 8, fp8 latent cache. "
+        + FIT.format(w=64, cap=180),
+    ),
+    example(
+        "glm-5-b300-fp8-tp8",
+        "glm-5",
+        "b300",
+        [pool(8, E(cache_dtype="fp8", block_size=64))],
+        "GLM-5 (sparse-MLA / DSA MoE, fp8 checkpoint served as-is) on one 8 x B300 node, TP 8. "
+        "block_size 64 because the DSA indexer works on 64-token blocks. " + FIT.format(w=93, cap=268.6),
+    ),
+    example(
+        "qwen3.5-397b-a17b-b300-bf16-tp8",
+        "qwen3.5-397b-a17b",
+        "b300",
+        [pool(8, E(cache_dtype="auto", mamba_cache_mode="align"))],
+        "Qwen3.5-397B-A17B (hybrid Gated-DeltaNet + attention MoE, bf16 served as-is) on one 8 x B300 "
+        "node, TP 8. mamba_cache_mode align is stated because prefix caching is on and a hybrid "
+        "model then runs its recurrent cache aligned. " + FIT.format(w=99, cap=268.6),
+    ),
+    example(
+        "gpt2-xl-l40s-bf16-tp1",
+        "gpt2-xl",
+        "l40s",
+        [pool(1, E(cache_dtype="auto", max_num_batched_tokens=2048, max_num_seqs=64, max_model_len=1024))],
+        "GPT-2 XL (1.5B dense, 48 layers) on a single L40S. The checkpoint is stored in fp32; vLLM "
+        "serves such checkpoints in 16-bit and the catalog graph records bf16 weights, so no "
+        "quantization key is needed. Its learned position table limits the context to 1024 tokens, "
+        "hence max_model_len 1024. Weights are about 3 GB, far below 48 GiB x 0.9.",
+    ),
+    example(
+        "deepseek-v4-pro-gb300-fp8-tp8",
+        "deepseek-v4-pro",
+        "gb300",
+        [pool(8, E(cache_dtype="fp8"), nodes=2)],
+        "DeepSeek-V4-Pro (about 1.6T-parameter MoE, fp8 checkpoint with MXFP4 experts, served as-is) "
+        "on two 4-GPU GB300 trays of one NVL72 rack, TP 8. The tensor-parallel group spans two "
+        "nodes but stays inside the rack's NVLink domain (gpus_per_rack 72), so no collective "
+        "leaves NVLink; the fabric is named only because the cluster has more than one node. "
+        + FIT.format(w=105, cap=277.5),
+        nodes=2,
+        gpus_per_node=4,
+        gpus_per_rack=72,
+        fabric="ib-400g",
+    ),
+    example(
+        "minimax-m3-b300-bf16-tp8",
+        "minimax-m3",
+        "b300",
+        [pool(8, E(cache_dtype="auto"))],
+        "MiniMax-M3 (MoE with sliding-window and indexed attention, bf16 served as-is) on one "
+        "8 x B300 node, TP 8. " + FIT.format(w=107, cap=268.6),
+    ),
+    example(
+        "minimax-m2.5-h200-ep16",
+        "minimax-m2.5",
+        "h200",
+        [pool(8, E(quantization="fp8", cache_dtype="fp8", max_num_batched_tokens=32768), nodes=2, dp=2, ep=True)],
+        "The speed benchmark's multi-node MoE deployment: MiniMax-M2.5 on two 8 x H200 nodes joined "
+        "by InfiniBand NDR, TP 8 within each node and data parallelism 2 across them, with expert "
+        "parallelism on, so experts are spread over an EP group of tp x dp = 16 GPUs and the "
+        "expert all-to-all crosses the fabric. quantization fp8 matches the fp8 checkpoint (it "
+        "selects the same fp8 path the checkpoint would). With the experts spread over 16 GPUs, "
+        "weights per rank are about 15 GB of 141 GiB x 0.9.",
+        nodes=2,
+        fabric="ib-400g",
+    ),
+    example(
+        "deepseek-v3-h200-disagg",
+        "deepseek-v3",
+        "h200",
+        [
+            pool(8, E(cache_dtype="fp8", max_num_batched_tokens=16384, cudagraph_mode="PIECEWISE"), role="prefill"),
+            pool(8, E(cache_dtype="fp8", max_num_seqs=256, cudagraph_mode="FULL_AND_PIECEWISE"), role="decode"),
+        ],
+        "Prefill/decode disaggregation of DeepSeek-V3: one 8 x H200 node runs prefill (TP 8) and a "
+        "second runs decode (TP 8); finished prompts' KV moves between the pools over NixlConnector "
+        "on the InfiniBand fabric. The cluster's node count is the sum of the pools' nodes. "
+        + FIT.format(w=84, cap=141),
+        nodes=2,
+        fabric="ib-400g",
+        pd={"connector": "NixlConnector"},
+    ),
 ]
 
 
 def build_examples() -> dict[str, str]:
     out: dict[str, str] = {}
     for name, scen, dep, about in EXAMPLES:
-        header = wrap(about + "\n\n" + "GENERATED by tools/gen_scenarios.py (EXAMPLES). Every engine setting for "
-                      "which the kernel would otherwise pick a default is stated here, so it needs none "
-                      "of its own; what remains is the engine-behaviour version it always records and, "
-                      "when graphs are captured, the capture size, which no deployment key sets. All "
-                      "six coefficient sets are listed.")
+        header = wrap(
+            about + "\n\n" + "GENERATED by tools/gen_scenarios.py (EXAMPLES). Every engine setting for "
+            "which the kernel would otherwise pick a default is stated here, so it needs none "
+            "of its own; what remains is the engine-behaviour version it always records and, "
+            "when graphs are captured, the capture size, which no deployment key sets. All "
+            "six coefficient sets are listed."
+        )
         out[f"examples/{name}.yaml"] = emit_bundle(header, scen, dep)
     return out
 

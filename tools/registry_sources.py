@@ -29,13 +29,25 @@ A100 = ["a100-80", "a100-sxm"]  # same silicon: unsuffixed names share one scope
 
 # AISimulate's directory name per part and NVIDIA's device string, for citations.
 SKU = {
-    "l40s": "l40s", "a100-sxm": "a100_sxm", "a100-80": "a100_sxm", "h100": "h100_sxm",
-    "h200": "h200_sxm", "b200": "b200_sxm", "b300": "b300_sxm", "gb200-nvl72": "gb200",
+    "l40s": "l40s",
+    "a100-sxm": "a100_sxm",
+    "a100-80": "a100_sxm",
+    "h100": "h100_sxm",
+    "h200": "h200_sxm",
+    "b200": "b200_sxm",
+    "b300": "b300_sxm",
+    "gb200-nvl72": "gb200",
     "gb300": "gb300",
 }
 LABEL = {
-    "l40s": "L40S", "a100-sxm": "A100-SXM4-80GB", "a100-80": "A100-SXM4-80GB (a100-80 alias)",
-    "h100": "H100 SXM", "h200": "H200", "b200": "B200", "b300": "B300", "gb200-nvl72": "GB200",
+    "l40s": "L40S",
+    "a100-sxm": "A100-SXM4-80GB",
+    "a100-80": "A100-SXM4-80GB (a100-80 alias)",
+    "h100": "H100 SXM",
+    "h200": "H200",
+    "b200": "B200",
+    "b300": "B300",
+    "gb200-nvl72": "GB200",
     "gb300": "GB300",
 }
 

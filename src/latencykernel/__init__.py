@@ -28,6 +28,9 @@ _EXPORTS: dict[str, str] = {
     "Batch": "latencykernel.batch",
     "Resource": "latencykernel.batch",
     "StepEstimate": "latencykernel.batch",
+    # the step-model contract
+    "StepModel": "latencykernel.step_model",
+    "EngineLimits": "latencykernel.step_model",
     # ---- kernel exports (latencykernel.kernel, written separately; fail until it exists) ----
     "open": "latencykernel.kernel",
     "open_pool": "latencykernel.kernel",
@@ -65,9 +68,18 @@ if TYPE_CHECKING:  # for type checkers and IDEs only
     from latencykernel.batch import Batch, ReqShape, Resource, StepEstimate
     from latencykernel.errors import DocumentError, LatencyKernelError, RefusedError
     from latencykernel.inputs import Inputs, build_inputs, open_inputs, validate_inputs
-    from latencykernel.repos import Repos
     from latencykernel.kernel import (
-        KERNEL_ASSUMPTION_SET, CoefficientOrigin, Kernel, MemoryBreakdown, Placement, Resolution, build, new, open,
+        KERNEL_ASSUMPTION_SET,
+        CoefficientOrigin,
+        Kernel,
+        MemoryBreakdown,
+        Placement,
+        Resolution,
+        build,
+        new,
+        open,
         open_pool,
     )
     from latencykernel.kernel.vector import StepTimes
+    from latencykernel.repos import Repos
+    from latencykernel.step_model import EngineLimits, StepModel

@@ -7,9 +7,10 @@
 from __future__ import annotations
 
 import operator
+from collections.abc import Iterable, Sequence
 from enum import Enum
 from operator import itemgetter
-from typing import Any, Iterable, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 from latencykernel.errors import LatencyKernelError
 
@@ -81,7 +82,7 @@ class Batch:
         computed: Sequence[int],
         decode_threshold: int = 1,
         sm_budget: int = 0,
-    ) -> "Batch":
+    ) -> Batch:
         """A batch from two equal-length columns (lists, tuples or numpy arrays of integers)."""
         if len(scheduled) != len(computed):
             raise LatencyKernelError(
@@ -96,7 +97,7 @@ class Batch:
         return b
 
     @classmethod
-    def decode(cls, requests: int, context: int, decode_threshold: int = 8) -> "Batch":
+    def decode(cls, requests: int, context: int, decode_threshold: int = 8) -> Batch:
         """``requests`` steady-state decodes, each one token against ``context`` tokens."""
         requests, context = int(requests), int(context)
         if requests < 0:

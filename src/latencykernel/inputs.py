@@ -28,8 +28,7 @@ from latencykernel.documents.storage import StorageClass, load_storage
 from latencykernel.errors import DocumentError
 from latencykernel.repos import Repos
 
-__all__ = ["Inputs", "open_inputs", "build_inputs", "validate_inputs", "DEFAULT_COEFFICIENTS",
-           "DEFAULT_ENGINE_VERSION"]
+__all__ = ["Inputs", "open_inputs", "build_inputs", "validate_inputs", "DEFAULT_COEFFICIENTS", "DEFAULT_ENGINE_VERSION"]
 
 DEFAULT_ENGINE_VERSION = "0.31.0"
 DEFAULT_COEFFICIENTS: tuple[str, ...] = (
@@ -79,32 +78,48 @@ class Inputs:
 def _check_pool(deployment: Deployment, pool: Any, file: str) -> None:
     n = len(deployment.pools)
     if isinstance(pool, bool) or not isinstance(pool, int) or not 0 <= pool < n:
-        raise DocumentError(f"{file} states {n} pool(s); pool {pool} was requested",
-                            file=file, key="pools", value=pool)
+        raise DocumentError(f"{file} states {n} pool(s); pool {pool} was requested", file=file, key="pools", value=pool)
 
 
-def _check_cross(scenario: Scenario, deployment: Deployment, fabric: Fabric | None,
-                 storage: dict[str, StorageClass], files: dict[str, str]) -> None:
+def _check_cross(
+    scenario: Scenario,
+    deployment: Deployment,
+    fabric: Fabric | None,
+    storage: dict[str, StorageClass],
+    files: dict[str, str],
+) -> None:
     """Checks between the bundle and the catalog documents."""
     f = files.get("scenario", MEMORY)
     cl = scenario.cluster
     if cl.fabric and fabric is None:
-        raise DocumentError(f"{f}: cluster.fabric: names {show(cl.fabric)} but no fabric document is loaded",
-                            file=f, key="cluster.fabric", value=cl.fabric)
+        raise DocumentError(
+            f"{f}: cluster.fabric: names {show(cl.fabric)} but no fabric document is loaded",
+            file=f,
+            key="cluster.fabric",
+            value=cl.fabric,
+        )
     storage_file = files.get("storage", MEMORY)
     known = ", ".join(sorted(storage)) or "(none)"
     for j, name in enumerate(cl.storage or []):
         if name not in storage:
-            raise DocumentError(f"{f}: cluster.storage[{j}]: {show(name)} is not a storage class in "
-                                f"{storage_file}; known classes: {known}",
-                                file=f, key=f"cluster.storage[{j}]", value=name)
+            raise DocumentError(
+                f"{f}: cluster.storage[{j}]: {show(name)} is not a storage class in "
+                f"{storage_file}; known classes: {known}",
+                file=f,
+                key=f"cluster.storage[{j}]",
+                value=name,
+            )
     if deployment.offload is not None:
         df = files.get("deployment", f)
         for j, t in enumerate(deployment.offload.tiers):
             if t.tier not in storage:
-                raise DocumentError(f"{df}: offload.tiers[{j}].tier: {show(t.tier)} is not a storage class in "
-                                    f"{storage_file}; known classes: {known}",
-                                    file=df, key=f"offload.tiers[{j}].tier", value=t.tier)
+                raise DocumentError(
+                    f"{df}: offload.tiers[{j}].tier: {show(t.tier)} is not a storage class in "
+                    f"{storage_file}; known classes: {known}",
+                    file=df,
+                    key=f"offload.tiers[{j}].tier",
+                    value=t.tier,
+                )
 
 
 def _revalidate(model_cls: type[M], obj: Any, file: str, prefix: str = "") -> M:
@@ -145,14 +160,15 @@ def validate_inputs(inputs: Inputs) -> Inputs:
     if not isinstance(inputs.storage, dict):
         raise DocumentError(f"{sf}: expected a map of storage classes, got {show(inputs.storage)}", file=sf)
     storage = {k: _revalidate(StorageClass, v, sf, prefix=str(k)) for k, v in inputs.storage.items()}
-    coefficients = [_recheck(CoefficientSet, s, name(f"coefficients[{i}]", MEMORY))
-                    for i, s in enumerate(inputs.coefficients)]
+    coefficients = [
+        _recheck(CoefficientSet, s, name(f"coefficients[{i}]", MEMORY)) for i, s in enumerate(inputs.coefficients)
+    ]
     if not isinstance(inputs.rules, EngineRules):
-        raise DocumentError(f"rules: expected EngineRules (see lookup_rules), got {show(inputs.rules)}",
-                            key="rules", value=inputs.rules)
+        raise DocumentError(
+            f"rules: expected EngineRules (see lookup_rules), got {show(inputs.rules)}", key="rules", value=inputs.rules
+        )
     _check_cross(scenario, deployment, fabric, storage, fl)
-    return Inputs(scenario, deployment, inputs.pool, model, chip, fabric, storage, coefficients,
-                  inputs.rules, dict(fl))
+    return Inputs(scenario, deployment, inputs.pool, model, chip, fabric, storage, coefficients, inputs.rules, dict(fl))
 
 
 # --------------------------------------------------------------------------- loading
@@ -162,12 +178,12 @@ def _rules_for(scenario: Scenario, file: str) -> EngineRules:
     try:
         return lookup_rules(scenario.engine_version)
     except DocumentError as e:
-        raise DocumentError(f"{file}: engine_version: {e}", file=file, key="engine_version",
-                            value=scenario.engine_version) from None
+        raise DocumentError(
+            f"{file}: engine_version: {e}", file=file, key="engine_version", value=scenario.engine_version
+        ) from None
 
 
-def _complete(scenario: Scenario, deployment: Deployment, pool: int, repos: Repos,
-              files: dict[str, str]) -> Inputs:
+def _complete(scenario: Scenario, deployment: Deployment, pool: int, repos: Repos, files: dict[str, str]) -> Inputs:
     """Load the catalog and registry documents the bundle names (spec §1.1 order)."""
     f = files["scenario"]
     gp = repos.graph_path(scenario.model, setting="model", origin=f)
@@ -253,19 +269,27 @@ def build_inputs(
         "engine_version": engine_version if engine_version is not None else DEFAULT_ENGINE_VERSION,
         "cluster": cluster,
     }
-    stated = dict(quantization=quantization, cache_dtype=cache_dtype, block_size=block_size,
-                  max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
-                  max_model_len=max_model_len, cudagraph_mode=cudagraph_mode)
+    stated = dict(
+        quantization=quantization,
+        cache_dtype=cache_dtype,
+        block_size=block_size,
+        max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=max_num_batched_tokens,
+        max_model_len=max_model_len,
+        cudagraph_mode=cudagraph_mode,
+    )
     engine_doc = {k: v for k, v in {**stated, **engine}.items() if v is not None}
     deployment_doc = {
         "kind": "Deployment",
         "name": name,
-        "pools": [{
-            "role": "colocated",
-            "nodes": nodes,
-            "parallel": {"tp": tp, "pp": 1, "dp": dp, "enable_expert_parallel": enable_expert_parallel},
-            "engine": engine_doc,
-        }],
+        "pools": [
+            {
+                "role": "colocated",
+                "nodes": nodes,
+                "parallel": {"tp": tp, "pp": 1, "dp": dp, "enable_expert_parallel": enable_expert_parallel},
+                "engine": engine_doc,
+            }
+        ],
     }
     scenario = validate(Scenario, scenario_doc, MEMORY)
     deployment = validate(Deployment, deployment_doc, MEMORY)

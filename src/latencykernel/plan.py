@@ -7,8 +7,9 @@ batch.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from latencykernel.errors import RefusedError
 from latencykernel.price.memory import mamba2_state_bytes, matrix_state_bytes
@@ -19,8 +20,15 @@ __all__ = ["PlannedGEMM", "PlannedAttention", "PlannedCollective", "LayerPlan", 
 
 # Kernel launches per graph primitive (a grouped GEMM is routing + gate/up + act + down).
 LAUNCHES = {
-    "GEMM": 1, "GroupedGEMM": 4, "Attention": 2, "Elementwise": 1, "RecurrentUpdate": 2,
-    "AllReduce": 1, "AllGather": 1, "ReduceScatter": 1, "All2All": 2,
+    "GEMM": 1,
+    "GroupedGEMM": 4,
+    "Attention": 2,
+    "Elementwise": 1,
+    "RecurrentUpdate": 2,
+    "AllReduce": 1,
+    "AllGather": 1,
+    "ReduceScatter": 1,
+    "All2All": 2,
 }
 LATENT_KINDS = ("mla", "sparse_mla")
 EMIT_CONDITIONS = ("", "tensor_parallel", "expert_parallel", "tensor_parallel_unless_sp_moe")
@@ -160,10 +168,14 @@ def _plan_nodes(
                 lp.shared_expert_weight_bytes += sh * wb
         elif op == "Attention":
             a = PlannedAttention(
-                q_heads=int(_get(node, "n_q", 0)), kv_heads=int(_get(node, "n_kv", 0)),
-                head_dim=int(_get(node, "d_h", 0)), kind=str(_get(node, "kind", "gqa")),
-                window=int(_get(node, "window", 0)), role=str(_get(node, "role", "")),
-                compress_ratio=int(_get(node, "compress_ratio", 0)), index_topk=int(_get(node, "index_topk", 0)),
+                q_heads=int(_get(node, "n_q", 0)),
+                kv_heads=int(_get(node, "n_kv", 0)),
+                head_dim=int(_get(node, "d_h", 0)),
+                kind=str(_get(node, "kind", "gqa")),
+                window=int(_get(node, "window", 0)),
+                role=str(_get(node, "role", "")),
+                compress_ratio=int(_get(node, "compress_ratio", 0)),
+                index_topk=int(_get(node, "index_topk", 0)),
                 kv_lora_rank=int(_get(node, "kv_lora_rank", 0)),
             )
             lp.attentions.append(a)
@@ -176,12 +188,19 @@ def _plan_nodes(
             sb = DTYPE_BYTES[sdt] if sdt in DTYPE_BYTES else state_bytes
             if kind == "mamba2":
                 lp.recurrent_state_bytes += mamba2_state_bytes(
-                    int(_get(node, "intermediate_size", 0)), int(_get(node, "n_groups", 0)),
-                    int(_get(node, "state_size", 0)), int(_get(node, "conv_kernel", 0)),
-                    int(_get(node, "n_heads", 0)), int(_get(node, "head_dim", 0)), sb, tp)
+                    int(_get(node, "intermediate_size", 0)),
+                    int(_get(node, "n_groups", 0)),
+                    int(_get(node, "state_size", 0)),
+                    int(_get(node, "conv_kernel", 0)),
+                    int(_get(node, "n_heads", 0)),
+                    int(_get(node, "head_dim", 0)),
+                    sb,
+                    tp,
+                )
             else:
                 lp.recurrent_state_bytes += matrix_state_bytes(
-                    int(_get(node, "n_heads", 0)), int(_get(node, "state_size", 0)), sb, tp)
+                    int(_get(node, "n_heads", 0)), int(_get(node, "state_size", 0)), sb, tp
+                )
         elif op == "Elementwise":
             lp.elementwise_bytes_per_token += float(_get(node, "bytes_per_token", 0)) or 2.0 * hidden * ACTIVATION_BYTES
         elif op in ("AllReduce", "AllGather", "ReduceScatter"):
@@ -218,17 +237,33 @@ def build_plan(
     layers: list[LayerPlan] = []
     for kid, count in counts.items():
         lp = LayerPlan(id=kid, count=count)
-        _plan_nodes(lp, list(kinds[kid].nodes), hidden, served_weight_bytes, state_bytes, emits,
-                    f"graph {graph.name!r} layer kind {kid!r}", tp)
+        _plan_nodes(
+            lp,
+            list(kinds[kid].nodes),
+            hidden,
+            served_weight_bytes,
+            state_bytes,
+            emits,
+            f"graph {graph.name!r} layer kind {kid!r}",
+            tp,
+        )
         layers.append(lp)
     head = LayerPlan(id="head", count=1)
-    _plan_nodes(head, list(graph.head or []), hidden, served_weight_bytes, state_bytes, emits,
-                f"graph {graph.name!r} head", tp)
+    _plan_nodes(
+        head, list(graph.head or []), hidden, served_weight_bytes, state_bytes, emits, f"graph {graph.name!r} head", tp
+    )
     total_kernels = sum(lp.kernels * lp.count for lp in layers) + head.kernels
     sparse_indexed = sum(
-        lp.count for lp in layers
+        lp.count
+        for lp in layers
         if lp.primary is not None and lp.primary.kind == "sparse_mla" and any(not a.holds_kv for a in lp.attentions)
     )
     experts = max((lp.experts for lp in layers), default=0)
-    return Plan(layers=layers, head=head, total_layers=len(order), total_kernels=total_kernels,
-                piecewise_segments=len(order) + sparse_indexed + 1, experts=experts)
+    return Plan(
+        layers=layers,
+        head=head,
+        total_layers=len(order),
+        total_kernels=total_kernels,
+        piecewise_segments=len(order) + sparse_indexed + 1,
+        experts=experts,
+    )

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import difflib
 import os
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -80,54 +80,101 @@ class Repos:
         raise DocumentError(
             f"{_said(setting, origin)}: {str(name)!r} names no file: neither {rel} nor {name} exists; available scenarios: "
             f"{_listing(str(name), self.list_scenarios())}",
-            file=str(rel), key=setting, value=str(name),
+            file=str(rel),
+            key=setting,
+            value=str(name),
         )
 
     @staticmethod
-    def _existing(p: Path, name: str, what: str, setting: str, origin: str | None, available: str,
-                  choices: Callable[[], list[str]]) -> Path:
+    def _existing(
+        p: Path,
+        name: str,
+        what: str,
+        setting: str,
+        origin: str | None,
+        available: str,
+        choices: Callable[[], list[str]],
+    ) -> Path:
         """``p`` if it is a file, else a DocumentError naming the setting, the name and the
         names that would resolve."""
         if not p.is_file():
             raise DocumentError(
                 f"{_said(setting, origin)}: {name!r} has no {what} at {p}; {available}: {_listing(name, choices())}",
-                file=str(p), key=setting, value=name,
+                file=str(p),
+                key=setting,
+                value=name,
             )
         return p
 
     def graph_path(self, model: str, *, setting: str = "model", origin: str | None = None) -> Path:
         """``<catalog>/models/<model>/graph.yaml``."""
-        return self._existing(self.catalog / "models" / model / "graph.yaml", model, "graph", setting, origin,
-                              "available models", self.list_models)
+        return self._existing(
+            self.catalog / "models" / model / "graph.yaml",
+            model,
+            "graph",
+            setting,
+            origin,
+            "available models",
+            self.list_models,
+        )
 
     def model_identity_path(self, model: str, *, setting: str = "model", origin: str | None = None) -> Path:
         """``<catalog>/models/<model>/model.yaml``."""
-        return self._existing(self.catalog / "models" / model / "model.yaml", model, "model.yaml", setting, origin,
-                              "catalog models", self._model_dirs)
+        return self._existing(
+            self.catalog / "models" / model / "model.yaml",
+            model,
+            "model.yaml",
+            setting,
+            origin,
+            "catalog models",
+            self._model_dirs,
+        )
 
     def chip_path(self, name: str, *, setting: str = "hardware", origin: str | None = None) -> Path:
         """``<catalog>/hardware/<name>.yaml``."""
-        return self._existing(self.catalog / "hardware" / f"{name}.yaml", name, "chip file", setting, origin,
-                              "available chips", lambda: _stems(self.catalog / "hardware"))
+        return self._existing(
+            self.catalog / "hardware" / f"{name}.yaml",
+            name,
+            "chip file",
+            setting,
+            origin,
+            "available chips",
+            lambda: _stems(self.catalog / "hardware"),
+        )
 
     def fabric_path(self, name: str, *, setting: str = "fabric", origin: str | None = None) -> Path:
         """``<catalog>/networks/<name>.yaml``."""
-        return self._existing(self.catalog / "networks" / f"{name}.yaml", name, "fabric file", setting, origin,
-                              "available fabrics", lambda: _stems(self.catalog / "networks"))
+        return self._existing(
+            self.catalog / "networks" / f"{name}.yaml",
+            name,
+            "fabric file",
+            setting,
+            origin,
+            "available fabrics",
+            lambda: _stems(self.catalog / "networks"),
+        )
 
     def storage_path(self, *, origin: str | None = None) -> Path:
         """``<catalog>/devices/storage.yaml`` (every scenario reads it)."""
         p = self.catalog / "devices" / "storage.yaml"
         if not p.is_file():
             where = f"{origin}: " if origin else ""
-            raise DocumentError(f"{where}the catalog has no storage classes file at {p} (every scenario reads it)",
-                                file=str(p))
+            raise DocumentError(
+                f"{where}the catalog has no storage classes file at {p} (every scenario reads it)", file=str(p)
+            )
         return p
 
     def coefficient_path(self, name: str, *, setting: str = "coefficients", origin: str | None = None) -> Path:
         """``<registry>/coefficients/<name>.yaml``."""
-        return self._existing(self.registry / "coefficients" / f"{name}.yaml", name, "coefficient set", setting,
-                              origin, "available sets", lambda: _stems(self.registry / "coefficients"))
+        return self._existing(
+            self.registry / "coefficients" / f"{name}.yaml",
+            name,
+            "coefficient set",
+            setting,
+            origin,
+            "available sets",
+            lambda: _stems(self.registry / "coefficients"),
+        )
 
     # ------------------------------------------------------------------ listings
 
@@ -163,7 +210,11 @@ class Repos:
                 data: Any = read_yaml(p)
             except DocumentError:
                 continue
-            repo = data.get("source", {}).get("repo") if isinstance(data, dict) and isinstance(data.get("source"), dict) else None
+            repo = (
+                data.get("source", {}).get("repo")
+                if isinstance(data, dict) and isinstance(data.get("source"), dict)
+                else None
+            )
             if isinstance(repo, str):
                 out.setdefault(repo, name)
         return out
@@ -184,13 +235,18 @@ class Repos:
         if len(matches) == 1 or len(with_graph) == 1:
             return (with_graph or matches)[0]
         if len(matches) > 1:
-            raise DocumentError(f"{setting}: {name_or_hf_id!r} is the source of several catalog models "
-                                f"({', '.join(matches)}); name one", key=setting, value=name_or_hf_id)
+            raise DocumentError(
+                f"{setting}: {name_or_hf_id!r} is the source of several catalog models "
+                f"({', '.join(matches)}); name one",
+                key=setting,
+                value=name_or_hf_id,
+            )
         known = dirs + list(repos)
         raise DocumentError(
             f"{setting}: {name_or_hf_id!r} is neither a catalog model under {self.catalog / 'models'} nor the "
             f"Hugging Face repo of one; close names: {_listing(name_or_hf_id, known)}",
-            key=setting, value=name_or_hf_id,
+            key=setting,
+            value=name_or_hf_id,
         )
 
     def find_chip(self, name: str, *, setting: str = "hardware") -> str:
@@ -205,10 +261,12 @@ class Repos:
         if len(prefixed) == 1:
             return prefixed[0]
         if len(prefixed) > 1:
-            raise DocumentError(f"{setting}: {name!r} matches several chips ({', '.join(prefixed)}); name one",
-                                key=setting, value=name)
+            raise DocumentError(
+                f"{setting}: {name!r} matches several chips ({', '.join(prefixed)}); name one", key=setting, value=name
+            )
         raise DocumentError(
             f"{setting}: {name!r} is not a catalog chip under {self.catalog / 'hardware'}; available chips: "
             f"{_listing(name, chips)}",
-            key=setting, value=name,
+            key=setting,
+            value=name,
         )

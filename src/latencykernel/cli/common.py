@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -14,7 +14,7 @@ RegistryDir = typer.Option(None, "--registry", help="A blis-registry checkout (d
 Json = typer.Option(False, "--json", help="Print JSON instead of a table.")
 
 
-def repos_from(scenarios: Optional[Path], catalog: Optional[Path], registry: Optional[Path]) -> Any:
+def repos_from(scenarios: Path | None, catalog: Path | None, registry: Path | None) -> Any:
     from latencykernel.repos import Repos
 
     d = Repos.default()
@@ -23,8 +23,7 @@ def repos_from(scenarios: Optional[Path], catalog: Optional[Path], registry: Opt
     return Repos(scenarios or d.scenarios, catalog or d.catalog, registry or d.registry)
 
 
-def open_kernel(scenario: str, pool: int, scenarios: Optional[Path], catalog: Optional[Path],
-                registry: Optional[Path]) -> Any:
+def open_kernel(scenario: str, pool: int, scenarios: Path | None, catalog: Path | None, registry: Path | None) -> Any:
     """The kernel for one pool of a scenario, against the embedded data or the given roots."""
     from latencykernel.kernel import open_pool
 

@@ -1,15 +1,15 @@
 """``latencykernel explain``: a scenario's equations, assumptions and exclusions with its values.
 
-    latencykernel explain --list
-    latencykernel explain Gpt2XlChatDecodeBatchesH100          # floor, and the calibrated kernel beside it
-    latencykernel explain examples/llama-3.1-8b-instruct-h100-bf16-tp1.yaml --context 8192
-                                                                # a deployment: calibrated answer and its floor
+latencykernel explain --list
+latencykernel explain Gpt2XlChatDecodeBatchesH100          # floor, and the calibrated kernel beside it
+latencykernel explain examples/llama-3.1-8b-instruct-h100-bf16-tp1.yaml --context 8192
+                                                            # a deployment: calibrated answer and its floor
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -17,7 +17,7 @@ from latencykernel.cli import app
 from latencykernel.cli.common import CatalogDir, Json, RegistryDir, ScenariosDir, console, print_json, repos_from
 
 
-def _batches(text: Optional[str]) -> Optional[list[int]]:
+def _batches(text: str | None) -> list[int] | None:
     if text is None:
         return None
     try:
@@ -28,21 +28,21 @@ def _batches(text: Optional[str]) -> Optional[list[int]]:
 
 @app.command("explain")
 def explain_cmd(
-    name: Optional[str] = typer.Argument(
+    name: str | None = typer.Argument(
         None, help="A named scenario (see --list), or a deployment scenario file whose decode batches to explain."
     ),
     list_: bool = typer.Option(False, "--list", help="List the named scenarios and the mlsysim ones left out."),
-    context: Optional[int] = typer.Option(None, "--context", min=1, help="Tokens per sequence (decode batches)."),
-    batch: Optional[str] = typer.Option(None, "--batch", help="Batch sizes, comma-separated (decode batches)."),
+    context: int | None = typer.Option(None, "--context", min=1, help="Tokens per sequence (decode batches)."),
+    batch: str | None = typer.Option(None, "--batch", help="Batch sizes, comma-separated (decode batches)."),
     calibrated: bool = typer.Option(
         True, "--calibrated/--no-calibrated", help="Show the calibrated kernel beside a decode floor."
     ),
     tp: int = typer.Option(1, "--tp", min=1, help="Tensor parallelism of the calibrated counterpart."),
     pool: int = typer.Option(0, "--pool", help="Pool index of a disaggregated deployment."),
     as_json: bool = Json,
-    scenarios_dir: Optional[Path] = ScenariosDir,
-    catalog: Optional[Path] = CatalogDir,
-    registry: Optional[Path] = RegistryDir,
+    scenarios_dir: Path | None = ScenariosDir,
+    catalog: Path | None = CatalogDir,
+    registry: Path | None = RegistryDir,
 ) -> None:
     """Print a scenario's equations, assumptions and exclusions with its values."""
     from latencykernel.scenarios import explain as ex
@@ -97,8 +97,12 @@ def _list(as_json: bool) -> None:
 
     shipped = [(k, type(Scenarios.get(k)).__name__, Scenarios.get(k).title) for k in keys()]
     if as_json:
-        print_json({"named": [dict(zip(("key", "class", "title"), r)) for r in shipped],
-                    "left_out": [{"key": k, "mlsysim_type": t, "reason": r} for k, (t, r) in LEFT_OUT.items()]})
+        print_json(
+            {
+                "named": [dict(zip(("key", "class", "title"), r)) for r in shipped],
+                "left_out": [{"key": k, "mlsysim_type": t, "reason": r} for k, (t, r) in LEFT_OUT.items()],
+            }
+        )
         return
     from rich.table import Table
 
@@ -109,19 +113,20 @@ def _list(as_json: bool) -> None:
     for row in shipped:
         t.add_row(*row)
     c.print(t)
-    c.print(f"[bold]left out[/bold] ({len(LEFT_OUT)} mlsysim serving scenarios; "
-            "`latencykernel explain KEY` says why)")
+    c.print(f"[bold]left out[/bold] ({len(LEFT_OUT)} mlsysim serving scenarios; `latencykernel explain KEY` says why)")
     c.print(", ".join(LEFT_OUT))
 
 
 def _show(rep: Any, comparison: Any, why: str, as_json: bool, floor: Any = None) -> None:
     if as_json:
-        print_json({
-            "scenario": rep.as_dict(),
-            "floor": floor.as_dict() if floor is not None else None,
-            "calibrated": comparison.as_dict() if comparison is not None else None,
-            "calibrated_unavailable": why or None,
-        })
+        print_json(
+            {
+                "scenario": rep.as_dict(),
+                "floor": floor.as_dict() if floor is not None else None,
+                "calibrated": comparison.as_dict() if comparison is not None else None,
+                "calibrated_unavailable": why or None,
+            }
+        )
         return
     from rich.table import Table
 
@@ -154,8 +159,10 @@ def _show(rep: Any, comparison: Any, why: str, as_json: bool, floor: Any = None)
                 c.print(f"  {n}: " + " | ".join(parts))
         c.print()
     if comparison is not None:
-        c.print(f"[bold]bandwidth floor beside the calibrated kernel[/bold]: {comparison.deployment}, "
-                f"{comparison.context_tokens:,}-token contexts")
+        c.print(
+            f"[bold]bandwidth floor beside the calibrated kernel[/bold]: {comparison.deployment}, "
+            f"{comparison.context_tokens:,}-token contexts"
+        )
         for s in comparison.floor_sources:
             c.print(f"  floor {s}")
         t = Table()

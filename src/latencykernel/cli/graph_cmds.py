@@ -15,7 +15,7 @@ code 2.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -48,7 +48,7 @@ def from_hf(
     typer.echo(render_graph_yaml(doc, str(config_json)), nl=False)
 
 
-def _load_graph(model_or_graph: str, catalog: Optional[Path]) -> tuple[str, ModelGraph]:
+def _load_graph(model_or_graph: str, catalog: Path | None) -> tuple[str, ModelGraph]:
     """(label, validated graph) for a file path, a model directory, or a catalog name or
     Hugging Face repo id (looked up in ``catalog``, default the embedded one)."""
     path = Path(model_or_graph)
@@ -72,10 +72,9 @@ def _billions(n: int) -> str:
 def params(
     model_or_graph: Annotated[
         str,
-        typer.Argument(help="Embedded model name, Hugging Face repo id, graph.yaml, "
-                            "model directory or config.json."),
+        typer.Argument(help="Embedded model name, Hugging Face repo id, graph.yaml, model directory or config.json."),
     ],
-    catalog: Optional[Path] = CatalogDir,
+    catalog: Path | None = CatalogDir,
 ) -> None:
     """Print a graph's total and active parameter counts."""
     label, graph = _load_graph(model_or_graph, catalog)

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 from latencykernel.cli import app
 from latencykernel.cli.common import (
-    GIB, MIB, CatalogDir, Json, RegistryDir, ScenariosDir, console, open_kernel, print_json,
+    GIB,
+    MIB,
+    CatalogDir,
+    Json,
+    RegistryDir,
+    ScenariosDir,
+    console,
+    open_kernel,
+    print_json,
 )
 
 
@@ -18,12 +25,14 @@ from latencykernel.cli.common import (
 def memory_cmd(
     scenario: str = typer.Argument(..., help="Scenario path, relative to the scenarios directory or a file."),
     context: int = typer.Option(4096, "--context", min=1, help="Tokens per sequence for the capacity figures."),
-    utilization: Optional[float] = typer.Option(None, "--gpu-memory-utilization",
-                                                help="Override the deployment's gpu_memory_utilization."),
+    utilization: float | None = typer.Option(
+        None, "--gpu-memory-utilization", help="Override the deployment's gpu_memory_utilization."
+    ),
     pool: int = typer.Option(0, "--pool", help="Pool index of a disaggregated deployment."),
     as_json: bool = Json,
-    scenarios_dir: Optional[Path] = ScenariosDir, catalog: Optional[Path] = CatalogDir,
-    registry: Optional[Path] = RegistryDir,
+    scenarios_dir: Path | None = ScenariosDir,
+    catalog: Path | None = CatalogDir,
+    registry: Path | None = RegistryDir,
 ) -> None:
     """Fixed memory per rank, the KV budget, and how many sequences of a context fit."""
 
@@ -33,14 +42,25 @@ def memory_cmd(
     budget = k.kv_budget_bytes(util)
     seq = k.sequence_variable_bytes(context)
     data = {
-        "scenario": k.name, "bytes_per_rank": {
-            "weights": m.weights, "activation_peak": m.activation_peak, "cuda_graph": m.cuda_graph,
-            "comm_buffers": m.comm_buffers, "eplb_redundant": m.eplb_redundant, "total": m.total,
-            "pre_snapshot": k.pre_snapshot_bytes()},
-        "gpu_memory_utilization": util, "kv_budget_bytes": budget, "kv_blocks": k.kv_blocks(util),
-        "kv_bytes_per_token_per_rank": k.kv_bytes_per_token(), "context": context,
-        "sequence_variable_bytes": seq, "sequence_fixed_bytes": k.sequence_fixed_bytes(),
-        "max_sequences": k.max_sequences(context, util), "max_num_seqs": k.info["max_num_seqs"],
+        "scenario": k.name,
+        "bytes_per_rank": {
+            "weights": m.weights,
+            "activation_peak": m.activation_peak,
+            "cuda_graph": m.cuda_graph,
+            "comm_buffers": m.comm_buffers,
+            "eplb_redundant": m.eplb_redundant,
+            "total": m.total,
+            "pre_snapshot": k.pre_snapshot_bytes(),
+        },
+        "gpu_memory_utilization": util,
+        "kv_budget_bytes": budget,
+        "kv_blocks": k.kv_blocks(util),
+        "kv_bytes_per_token_per_rank": k.kv_bytes_per_token(),
+        "context": context,
+        "sequence_variable_bytes": seq,
+        "sequence_fixed_bytes": k.sequence_fixed_bytes(),
+        "max_sequences": k.max_sequences(context, util),
+        "max_num_seqs": k.info["max_num_seqs"],
     }
     if as_json:
         print_json(data)
@@ -52,16 +72,26 @@ def memory_cmd(
     t = Table(title="per rank")
     t.add_column("")
     t.add_column("GiB", justify="right")
-    for label, v in (("weights", m.weights), ("activations", m.activation_peak), ("CUDA graphs", m.cuda_graph),
-                     ("comm buffers", m.comm_buffers), ("EPLB", m.eplb_redundant), ("total", m.total),
-                     ("before the budget", k.pre_snapshot_bytes())):
+    for label, v in (
+        ("weights", m.weights),
+        ("activations", m.activation_peak),
+        ("CUDA graphs", m.cuda_graph),
+        ("comm buffers", m.comm_buffers),
+        ("EPLB", m.eplb_redundant),
+        ("total", m.total),
+        ("before the budget", k.pre_snapshot_bytes()),
+    ):
         t.add_row(label, f"{v / GIB:.1f}")
     t.add_row(f"KV budget at utilization {util}", f"{budget / GIB:.1f}")
     c.print(t)
-    c.print(f"a {context:,}-token request: {seq / MIB:,.0f} MiB of KV cache per rank "
-            f"({k.kv_bytes_per_token():,.0f} bytes per token, pages of {k.constants.block_size})")
-    c.print(f"{data['kv_blocks']:,} KV blocks; {data['max_sequences']:,} sequences of {context:,} tokens fit "
-            f"(the engine also caps a batch at max_num_seqs {data['max_num_seqs']})")
+    c.print(
+        f"a {context:,}-token request: {seq / MIB:,.0f} MiB of KV cache per rank "
+        f"({k.kv_bytes_per_token():,.0f} bytes per token, pages of {k.constants.block_size})"
+    )
+    c.print(
+        f"{data['kv_blocks']:,} KV blocks; {data['max_sequences']:,} sequences of {context:,} tokens fit "
+        f"(the engine also caps a batch at max_num_seqs {data['max_num_seqs']})"
+    )
 
 
 @app.command("evidence")
@@ -69,8 +99,9 @@ def evidence_cmd(
     scenario: str = typer.Argument(..., help="Scenario path, relative to the scenarios directory or a file."),
     pool: int = typer.Option(0, "--pool", help="Pool index of a disaggregated deployment."),
     as_json: bool = Json,
-    scenarios_dir: Optional[Path] = ScenariosDir, catalog: Optional[Path] = CatalogDir,
-    registry: Optional[Path] = RegistryDir,
+    scenarios_dir: Path | None = ScenariosDir,
+    catalog: Path | None = CatalogDir,
+    registry: Path | None = RegistryDir,
 ) -> None:
     """What the price rests on: values by method, and the kernel's own assumptions."""
     from latencykernel.kernel import KERNEL_ASSUMPTION_SET
@@ -80,10 +111,17 @@ def evidence_cmd(
     by_method = Counter(o.method for o in k.provenance())
     own = [(n, v, r) for n, v, r in k.assumptions()]
     if as_json:
-        print_json({"scenario": k.name, "evidenced": measured, "total": total, "assumed": assumed,
-                    "by_method": dict(sorted(by_method.items())),
-                    "kernel_assumptions": [{"name": n, "value": v, "reason": r} for n, v, r in own],
-                    "provenance": [o.__dict__ for o in k.provenance()]})
+        print_json(
+            {
+                "scenario": k.name,
+                "evidenced": measured,
+                "total": total,
+                "assumed": assumed,
+                "by_method": dict(sorted(by_method.items())),
+                "kernel_assumptions": [{"name": n, "value": v, "reason": r} for n, v, r in own],
+                "provenance": [o.__dict__ for o in k.provenance()],
+            }
+        )
         return
     from rich.table import Table
 

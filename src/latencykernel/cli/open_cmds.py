@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 from latencykernel.cli import app
-from latencykernel.cli.common import CatalogDir, Json, RegistryDir, ScenariosDir, console, open_kernel, print_json, repos_from
+from latencykernel.cli.common import (
+    CatalogDir,
+    Json,
+    RegistryDir,
+    ScenariosDir,
+    console,
+    open_kernel,
+    print_json,
+    repos_from,
+)
 
 
 @app.command("scenarios")
 def scenarios_cmd(
-    scenarios_dir: Optional[Path] = ScenariosDir, catalog: Optional[Path] = CatalogDir,
-    registry: Optional[Path] = RegistryDir,
+    scenarios_dir: Path | None = ScenariosDir,
+    catalog: Path | None = CatalogDir,
+    registry: Path | None = RegistryDir,
 ) -> None:
     """List the scenario files (embedded ones by default)."""
     repos = repos_from(scenarios_dir, catalog, registry)
@@ -27,8 +36,9 @@ def show_cmd(
     scenario: str = typer.Argument(..., help="Scenario path, relative to the scenarios directory or a file."),
     pool: int = typer.Option(0, "--pool", help="Pool index of a disaggregated deployment."),
     as_json: bool = Json,
-    scenarios_dir: Optional[Path] = ScenariosDir, catalog: Optional[Path] = CatalogDir,
-    registry: Optional[Path] = RegistryDir,
+    scenarios_dir: Path | None = ScenariosDir,
+    catalog: Path | None = CatalogDir,
+    registry: Path | None = RegistryDir,
 ) -> None:
     """The deployment as resolved: model, chip, widths, dtypes, layer kinds, parameters."""
     from latencykernel.derive.counts import active_parameter_count, parameter_count
@@ -39,18 +49,29 @@ def show_cmd(
     info = k.info
     kinds = [(lp.id, lp.count) for lp in k.constants.plan.layers]
     data = {
-        "scenario": k.name, "model": k.model, "chip": k.chip,
+        "scenario": k.name,
+        "model": k.model,
+        "chip": k.chip,
         "pool": {"index": pool, "role": inp.deployment.pools[pool].role},
-        "widths": {"tp": res.tensor_parallel, "dp": res.data_parallel, "ep": res.expert_parallel,
-                   "dcp": res.decode_context_parallel, "pcp": res.prefill_context_parallel},
+        "widths": {
+            "tp": res.tensor_parallel,
+            "dp": res.data_parallel,
+            "ep": res.expert_parallel,
+            "dcp": res.decode_context_parallel,
+            "pcp": res.prefill_context_parallel,
+        },
         "all_reduce_backend": res.all_reduce_backend,
-        "weights": {"checkpoint": inp.model.global_.weight_dtype, "served": info["served_dtype"],
-                    "compute": info["compute_suffix"]},
+        "weights": {
+            "checkpoint": inp.model.global_.weight_dtype,
+            "served": info["served_dtype"],
+            "compute": info["compute_suffix"],
+        },
         "kv_cache": {"bytes_per_token_per_rank": k.kv_bytes_per_token(), "block_size": k.constants.block_size},
         "cudagraph_mode": info["cudagraph_mode"],
         "layer_kinds": [{"id": i, "count": n} for i, n in kinds],
         "layers": k.constants.plan.total_layers,
-        "parameters": parameter_count(inp.model), "active_parameters": active_parameter_count(inp.model),
+        "parameters": parameter_count(inp.model),
+        "active_parameters": active_parameter_count(inp.model),
         "overrides": [o.__dict__ for o in res.overrides],
     }
     if as_json:
@@ -61,8 +82,10 @@ def show_cmd(
     c = console()
     c.print(f"[bold]{k.name}[/bold]: {k.model} on {k.chip}, pool {pool} ({data['pool']['role']})")
     w = data["widths"]
-    c.print(f"widths: tp {w['tp']}, dp {w['dp']}, ep {w['ep']}, dcp {w['dcp']}, pcp {w['pcp']}; "
-            f"all-reduce {res.all_reduce_backend}")
+    c.print(
+        f"widths: tp {w['tp']}, dp {w['dp']}, ep {w['ep']}, dcp {w['dcp']}, pcp {w['pcp']}; "
+        f"all-reduce {res.all_reduce_backend}"
+    )
     wt = data["weights"]
     c.print(f"weights: {wt['checkpoint']} checkpoint served as {wt['served']}, computed on the {wt['compute']} peak")
     c.print(f"KV cache: {k.kv_bytes_per_token():,.0f} bytes per token per rank, blocks of {k.constants.block_size}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -17,12 +16,14 @@ def price_cmd(
     requests: int = typer.Option(32, "--requests", min=0, help="Decoding requests in the batch."),
     context: int = typer.Option(4096, "--context", min=1, help="Tokens of context each decode reads."),
     prefill: int = typer.Option(0, "--prefill", min=0, help="Add one prefill of this many new tokens."),
-    decode_threshold: int = typer.Option(8, "--decode-threshold", min=0,
-                                         help="A request scheduling at most this many tokens is a decode."),
+    decode_threshold: int = typer.Option(
+        8, "--decode-threshold", min=0, help="A request scheduling at most this many tokens is a decode."
+    ),
     pool: int = typer.Option(0, "--pool", help="Pool index of a disaggregated deployment."),
     as_json: bool = Json,
-    scenarios_dir: Optional[Path] = ScenariosDir, catalog: Optional[Path] = CatalogDir,
-    registry: Optional[Path] = RegistryDir,
+    scenarios_dir: Path | None = ScenariosDir,
+    catalog: Path | None = CatalogDir,
+    registry: Path | None = RegistryDir,
 ) -> None:
     """Price one step: overlap and no-overlap, the bottleneck, and a row per resource."""
     from latencykernel.batch import RESOURCES, Batch
@@ -31,12 +32,23 @@ def price_cmd(
     scheduled = [1] * requests + ([prefill] if prefill else [])
     computed = [context - 1] * requests + ([0] if prefill else [])
     e = k.step_time(Batch.from_columns(scheduled, computed, decode_threshold))
-    what = f"{requests} decodes at {context:,} tokens of context" + (f" + a {prefill:,}-token prefill" if prefill else "")
+    what = f"{requests} decodes at {context:,} tokens of context" + (
+        f" + a {prefill:,}-token prefill" if prefill else ""
+    )
     if as_json:
-        print_json({"scenario": k.name, "requests": requests, "context": context, "prefill": prefill,
-                    "decode_threshold": decode_threshold, "overlap_s": e.overlap, "no_overlap_s": e.no_overlap,
-                    "bottleneck": e.bottleneck.value,
-                    "per_resource_s": {r.value: v for r, v in e.per_resource.items()}})
+        print_json(
+            {
+                "scenario": k.name,
+                "requests": requests,
+                "context": context,
+                "prefill": prefill,
+                "decode_threshold": decode_threshold,
+                "overlap_s": e.overlap,
+                "no_overlap_s": e.no_overlap,
+                "bottleneck": e.bottleneck.value,
+                "per_resource_s": {r.value: v for r, v in e.per_resource.items()},
+            }
+        )
         return
     from rich.table import Table
 

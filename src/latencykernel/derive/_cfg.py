@@ -35,15 +35,17 @@ class Cfg:
 
     def __init__(self, raw: Mapping[str, Any], *, file: str = "config.json") -> None:
         if not isinstance(raw, Mapping) or not raw:
-            raise DocumentError(
-                "config.json must be a non-empty JSON object", file=file, value=raw
-            )
+            raise DocumentError("config.json must be a non-empty JSON object", file=file, value=raw)
         self.raw = raw
         self.file = file
         text = raw.get("text_config")
         if text is not None and not isinstance(text, Mapping):
-            raise DocumentError(f"config.json key 'text_config' must be an object (got {text!r})",
-                                file=file, key="text_config", value=text)
+            raise DocumentError(
+                f"config.json key 'text_config' must be an object (got {text!r})",
+                file=file,
+                key="text_config",
+                value=text,
+            )
         self.text: Mapping[str, Any] = text if isinstance(text, Mapping) else {}
 
     # -- lookup -------------------------------------------------------------------------
@@ -162,9 +164,7 @@ class Cfg:
     @property
     def is_multimodal(self) -> bool:
         """The vendor config carries an encoder the graph does not price."""
-        return any(
-            k in self.raw for k in ("vision_config", "audio_config", "vision_tower_config")
-        )
+        return any(k in self.raw for k in ("vision_config", "audio_config", "vision_tower_config"))
 
     # -- common model facts -------------------------------------------------------------
     @property
@@ -313,8 +313,7 @@ def weight_dtypes(c: Cfg) -> tuple[str, str | None]:
             value=algo,
         )
     raise DocumentError(
-        f"quantization_config.quant_method {method!r} is not supported; "
-        f"supported: {', '.join(_QUANT_METHODS)}",
+        f"quantization_config.quant_method {method!r} is not supported; supported: {', '.join(_QUANT_METHODS)}",
         file=c.file,
         key="quantization_config.quant_method",
         value=method,

@@ -16,8 +16,8 @@ class Ctx:
     """A handler's input: the config view and the weight formats read from it."""
 
     cfg: Cfg
-    weight_dtype: str          # global.weight_dtype
-    expert_dtype: str | None   # per-node override on GroupedGEMM nodes, if any
+    weight_dtype: str  # global.weight_dtype
+    expert_dtype: str | None  # per-node override on GroupedGEMM nodes, if any
 
 
 @dataclass(frozen=True)

@@ -134,9 +134,12 @@ def kv_geometry(graph: ModelGraph) -> KvGeometry:
     if not shapes:
         raise DocumentError("the graph has no attention layer, so no KV cache", key="layer_kinds")
     if len(shapes) > 1:
-        raise DocumentError(f"primary attention nodes disagree on (n_kv, d_h): {sorted(shapes)}",
-                            key="layer_kinds", value=sorted(shapes))
-    (n_kv, d_h), = shapes
+        raise DocumentError(
+            f"primary attention nodes disagree on (n_kv, d_h): {sorted(shapes)}",
+            key="layer_kinds",
+            value=sorted(shapes),
+        )
+    ((n_kv, d_h),) = shapes
     by_kind = kv_layers_by_kind(graph)
     kind = max(by_kind, key=lambda k: by_kind[k])  # max keeps the first of equal counts
     return KvGeometry(n_kv, d_h, kind, sum(by_kind.values()))

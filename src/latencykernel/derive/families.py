@@ -87,8 +87,7 @@ def dense_gqa(ctx: Ctx) -> Derived:
     c = ctx.cfg
     inter = c.pos("intermediate_size")
     layers = [
-        Layer("dense" if kind == "gqa" else "swa_dense",
-              _attn(c, kind, window) + dense_mlp(c.hidden, inter))
+        Layer("dense" if kind == "gqa" else "swa_dense", _attn(c, kind, window) + dense_mlp(c.hidden, inter))
         for kind, window in attention_kinds(c)
     ]
     return Derived(layers, multimodal=c.is_multimodal)
@@ -113,21 +112,31 @@ def moe_gqa(ctx: Ctx) -> Derived:
     for i, (kind, window) in enumerate(attention_kinds(c)):
         attn = _attn(c, kind, window)
         if mixtral_style:
-            mlp = moe_mlp(hidden, c.pos("intermediate_size"), c.pos("num_local_experts"),
-                          c.pos("num_experts_per_tok"), weight_dtype=ctx.expert_dtype)
+            mlp = moe_mlp(
+                hidden,
+                c.pos("intermediate_size"),
+                c.pos("num_local_experts"),
+                c.pos("num_experts_per_tok"),
+                weight_dtype=ctx.expert_dtype,
+            )
             moe = True
         elif _is_qwen_moe_layer(c, i):
             shared_inter = c.count("shared_expert_intermediate_size", 0)
-            mlp = moe_mlp(hidden, c.pos("moe_intermediate_size"), c.pos("num_experts"),
-                          c.pos("num_experts_per_tok"), shared=1 if shared_inter else 0,
-                          shared_inter=shared_inter or None, weight_dtype=ctx.expert_dtype)
+            mlp = moe_mlp(
+                hidden,
+                c.pos("moe_intermediate_size"),
+                c.pos("num_experts"),
+                c.pos("num_experts_per_tok"),
+                shared=1 if shared_inter else 0,
+                shared_inter=shared_inter or None,
+                weight_dtype=ctx.expert_dtype,
+            )
             moe = True
         else:
             mlp = dense_mlp(hidden, c.pos("intermediate_size"))
             moe = False
         prefix = "attn" if kind == "gqa" else "swa"
-        layers.append(Layer(f"{prefix}_moe" if moe else ("dense" if kind == "gqa" else "swa_dense"),
-                            attn + mlp))
+        layers.append(Layer(f"{prefix}_moe" if moe else ("dense" if kind == "gqa" else "swa_dense"), attn + mlp))
     return Derived(layers, multimodal=c.is_multimodal)
 
 
@@ -139,8 +148,9 @@ def gpt_oss(ctx: Ctx) -> Derived:
     top_k = c.pos("num_experts_per_tok") if c.has("num_experts_per_tok") else c.pos("experts_per_token")
     layers = []
     for kind, window in attention_kinds(c):
-        mlp = moe_mlp(c.hidden, c.pos("intermediate_size"), c.pos("num_local_experts"), top_k,
-                      weight_dtype=ctx.expert_dtype)
+        mlp = moe_mlp(
+            c.hidden, c.pos("intermediate_size"), c.pos("num_local_experts"), top_k, weight_dtype=ctx.expert_dtype
+        )
         layers.append(Layer("swa_moe" if kind == "swa" else "full_moe", _attn(c, kind, window) + mlp))
     return Derived(layers)
 
@@ -153,14 +163,21 @@ def minimax_m2(ctx: Ctx) -> Derived:
     c = ctx.cfg
     types = c.seq("attn_type_list")
     if types is not None and any(t != 1 for t in types[: c.layers]):
-        raise c._bad("attn_type_list", "marks lightning-attention layers (MiniMax-01), "
-                     "which this deriver does not model", types)
+        raise c._bad(
+            "attn_type_list", "marks lightning-attention layers (MiniMax-01), which this deriver does not model", types
+        )
     shared_inter = c.count("shared_intermediate_size", 0)
     layers = []
     for _ in range(c.layers):
-        mlp = moe_mlp(c.hidden, c.pos("intermediate_size"), c.pos("num_local_experts"),
-                      c.pos("num_experts_per_tok"), shared=1 if shared_inter else 0,
-                      shared_inter=shared_inter or None, weight_dtype=ctx.expert_dtype)
+        mlp = moe_mlp(
+            c.hidden,
+            c.pos("intermediate_size"),
+            c.pos("num_local_experts"),
+            c.pos("num_experts_per_tok"),
+            shared=1 if shared_inter else 0,
+            shared_inter=shared_inter or None,
+            weight_dtype=ctx.expert_dtype,
+        )
         layers.append(Layer("attn_moe", _attn(c, "gqa", None) + mlp))
     return Derived(layers)
 
@@ -195,16 +212,20 @@ def minimax_m3(ctx: Ctx) -> Derived:
     sac = c.mapping("sparse_attention_config") or {}
     moe_flags = _per_layer(c, "moe_layer_freq", c.get("moe_layer_freq"), n, 1)
     if sac.get("use_sparse_attention", False):
-        sparse_flags = _per_layer(c, "sparse_attention_config.sparse_attention_freq",
-                                  sac.get("sparse_attention_freq"), n, 1)
+        sparse_flags = _per_layer(
+            c, "sparse_attention_config.sparse_attention_freq", sac.get("sparse_attention_freq"), n, 1
+        )
     else:
         sparse_flags = [0] * n
     layers: list[Layer] = []
     for i in range(n):
         if sparse_flags[i]:
             idx_heads, idx_dim = _sac(c, sac, "sparse_num_index_heads"), _sac(c, sac, "sparse_index_dim")
-            blocks = _sac(c, sac, "sparse_topk_blocks") + _sac(c, sac, "sparse_local_block", 0) \
+            blocks = (
+                _sac(c, sac, "sparse_topk_blocks")
+                + _sac(c, sac, "sparse_local_block", 0)
                 + _sac(c, sac, "sparse_init_block", 0)
+            )
             window = blocks * _sac(c, sac, "sparse_block_size")
             attn = [
                 norm("input_norm"),
@@ -219,10 +240,15 @@ def minimax_m3(ctx: Ctx) -> Derived:
             attn = _attn(c, "gqa", None)
         if moe_flags[i]:
             shared = c.count("n_shared_experts", 0)
-            mlp = moe_mlp(hidden, c.pos("intermediate_size"), c.pos("num_local_experts"),
-                          c.pos("num_experts_per_tok"), shared=shared,
-                          shared_inter=c.count("shared_intermediate_size", 0) or None,
-                          weight_dtype=ctx.expert_dtype)
+            mlp = moe_mlp(
+                hidden,
+                c.pos("intermediate_size"),
+                c.pos("num_local_experts"),
+                c.pos("num_experts_per_tok"),
+                shared=shared,
+                shared_inter=c.count("shared_intermediate_size", 0) or None,
+                weight_dtype=ctx.expert_dtype,
+            )
         else:
             mlp = dense_mlp(hidden, c.pos("dense_intermediate_size"))
         kind = ("sparse_attn_" if sparse_flags[i] else "attn_") + ("moe" if moe_flags[i] else "dense")
@@ -243,8 +269,7 @@ def gpt2(ctx: Ctx) -> Derived:
     inter = c.pos("n_inner") if c.has("n_inner") else 4 * hidden
     n_q = c.n_q
     layers = [
-        Layer("dense", gqa_attention(hidden, n_q, n_q, c.head_dim) + plain_mlp(hidden, inter))
-        for _ in range(c.layers)
+        Layer("dense", gqa_attention(hidden, n_q, n_q, c.head_dim) + plain_mlp(hidden, inter)) for _ in range(c.layers)
     ]
     return Derived(layers)
 
@@ -280,8 +305,11 @@ def qwen_hybrid(ctx: Ctx) -> Derived:
     nk, nv = c.pos("linear_num_key_heads"), c.pos("linear_num_value_heads")
     dk, dv = c.pos("linear_key_head_dim"), c.pos("linear_value_head_dim")
     if dk != dv:
-        raise c._bad("linear_value_head_dim", "differs from linear_key_head_dim; the gdn "
-                     "state size is priced as state_size^2", dv)
+        raise c._bad(
+            "linear_value_head_dim",
+            "differs from linear_key_head_dim; the gdn state size is priced as state_size^2",
+            dv,
+        )
     ssm = c.get("mamba_ssm_dtype")
     state_dtype = TORCH_DTYPES.get(str(ssm).lower()) if ssm is not None else None
     if ssm is not None and state_dtype is None:
@@ -301,14 +329,19 @@ def qwen_hybrid(ctx: Ctx) -> Derived:
                 mixer_out(),
             ]
         else:
-            mixer = gqa_attention(hidden, n_q, n_kv, d_h,
-                                  q_width=(2 if gated else 1) * n_q * d_h)
+            mixer = gqa_attention(hidden, n_q, n_kv, d_h, q_width=(2 if gated else 1) * n_q * d_h)
         layer_moe = moe and _is_qwen_moe_layer(c, i)
         if layer_moe:
             shared_inter = c.count("shared_expert_intermediate_size", 0)
-            mlp = moe_mlp(hidden, c.pos("moe_intermediate_size"), c.pos("num_experts"),
-                          c.pos("num_experts_per_tok"), shared=1 if shared_inter else 0,
-                          shared_inter=shared_inter or None, weight_dtype=ctx.expert_dtype)
+            mlp = moe_mlp(
+                hidden,
+                c.pos("moe_intermediate_size"),
+                c.pos("num_experts"),
+                c.pos("num_experts_per_tok"),
+                shared=1 if shared_inter else 0,
+                shared_inter=shared_inter or None,
+                weight_dtype=ctx.expert_dtype,
+            )
         else:
             mlp = dense_mlp(hidden, c.pos("intermediate_size"))
         prefix = "gdn" if t == "linear_attention" else "attn"
@@ -319,8 +352,12 @@ def qwen_hybrid(ctx: Ctx) -> Derived:
     if mtp:
         full = [layer.id for layer in layers if not layer.id.startswith("gdn")]
         if not full:
-            raise DocumentError("MTP layers need a full-attention layer kind to reuse",
-                                file=c.file, key="mtp_num_hidden_layers", value=mtp)
+            raise DocumentError(
+                "MTP layers need a full-attention layer kind to reuse",
+                file=c.file,
+                key="mtp_num_hidden_layers",
+                value=mtp,
+            )
         method = "qwen3_next_mtp" if c.text_model_type.startswith("qwen3_next") else "qwen3_5_mtp"
         spec = Speculator(method, mtp, [full[-1]], mtp)
     return Derived(layers, speculator=spec, multimodal=c.is_multimodal)

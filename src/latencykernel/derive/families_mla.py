@@ -70,9 +70,15 @@ def mla_attention(c: Cfg) -> list[Node]:
             attention("gqa", idx_heads, 1, idx_dim, role="block_index_scores"),
         ]
     nodes += [
-        attention("sparse_mla" if topk is not None else "mla", n_q, 1, kv_lora + rope,
-                  kv_lora_rank=kv_lora, qk_rope_head_dim=rope,
-                  index_topk=c.pos("index_topk") if topk is not None else None),
+        attention(
+            "sparse_mla" if topk is not None else "mla",
+            n_q,
+            1,
+            kv_lora + rope,
+            kv_lora_rank=kv_lora,
+            qk_rope_head_dim=rope,
+            index_topk=c.pos("index_topk") if topk is not None else None,
+        ),
         gemm("o_proj", hidden, n_q * v),
         attn_out(),
     ]
@@ -89,9 +95,14 @@ def _is_moe_layer(c: Cfg, i: int) -> bool:
 
 def _moe(ctx: Ctx) -> list[Node]:
     c = ctx.cfg
-    return moe_mlp(c.hidden, c.pos("moe_intermediate_size"), c.pos("n_routed_experts"),
-                   c.pos("num_experts_per_tok"), shared=c.count("n_shared_experts", 0),
-                   weight_dtype=ctx.expert_dtype)
+    return moe_mlp(
+        c.hidden,
+        c.pos("moe_intermediate_size"),
+        c.pos("n_routed_experts"),
+        c.pos("num_experts_per_tok"),
+        shared=c.count("n_shared_experts", 0),
+        weight_dtype=ctx.expert_dtype,
+    )
 
 
 def deepseek_mla(ctx: Ctx) -> Derived:
@@ -140,9 +151,11 @@ def _v4_attention(c: Cfg, ratio: int) -> tuple[str, list[Node]]:
                 gemm("index_qk_proj", idx_heads * idx_dim + idx_dim, hidden),
                 attention("gqa", idx_heads, 1, idx_dim, role="block_index_scores"),
             ]
-        nodes.append(attention("sparse_mla", n_q, 1, d_h,
-                               index_topk=c.pos("index_topk") if indexed else None,
-                               compress_ratio=ratio))
+        nodes.append(
+            attention(
+                "sparse_mla", n_q, 1, d_h, index_topk=c.pos("index_topk") if indexed else None, compress_ratio=ratio
+            )
+        )
         kid = f"csa{ratio}_moe"
     nodes += [gemm("o_proj", hidden, n_q * d_h), attn_out()]
     return kid, nodes

@@ -50,8 +50,7 @@ def gemm(role: str, n: int, k: int, weight_dtype: str | None = None) -> Node:
     return node
 
 
-def attention(kind: str, n_q: int, n_kv: int, d_h: int, *, role: str | None = None,
-              **extra: int | None) -> Node:
+def attention(kind: str, n_q: int, n_kv: int, d_h: int, *, role: str | None = None, **extra: int | None) -> Node:
     """An Attention node; ``extra`` (kv_lora_rank, qk_rope_head_dim, window, index_topk,
     compress_ratio) is written in the given order, skipping ``None``."""
     node: Node = {"op": "Attention"}
@@ -80,8 +79,16 @@ def mixer_out() -> Node:
     return _collective("AllReduce", "mixer_out", "tensor_parallel")
 
 
-def gqa_attention(hidden: int, n_q: int, n_kv: int, d_h: int, *, kind: str = "gqa",
-                  window: int | None = None, q_width: int | None = None) -> list[Node]:
+def gqa_attention(
+    hidden: int,
+    n_q: int,
+    n_kv: int,
+    d_h: int,
+    *,
+    kind: str = "gqa",
+    window: int | None = None,
+    q_width: int | None = None,
+) -> list[Node]:
     """``input_norm, qkv_proj, Attention, o_proj, AllReduce attn_out``.
 
     ``q_width`` overrides the query projection's output width (n_q·d_h) for models whose
@@ -117,8 +124,16 @@ def plain_mlp(hidden: int, inter: int) -> list[Node]:
     ]
 
 
-def moe_mlp(hidden: int, inter: int, experts: int, top_k: int, *, shared: int = 0,
-            shared_inter: int | None = None, weight_dtype: str | None = None) -> list[Node]:
+def moe_mlp(
+    hidden: int,
+    inter: int,
+    experts: int,
+    top_k: int,
+    *,
+    shared: int = 0,
+    shared_inter: int | None = None,
+    weight_dtype: str | None = None,
+) -> list[Node]:
     """``post_attn_norm, GroupedGEMM experts, All2All moe_dispatch_combine, AllReduce
     mlp_out``.  ``shared_intermediate_size`` is written only when it differs from n."""
     node: Node = {
@@ -143,12 +158,10 @@ def moe_mlp(hidden: int, inter: int, experts: int, top_k: int, *, shared: int = 
     ]
 
 
-def recurrent(kind: str, n_heads: int, state_size: int, *, state_dtype: str | None = None,
-              **mamba: int) -> Node:
+def recurrent(kind: str, n_heads: int, state_size: int, *, state_dtype: str | None = None, **mamba: int) -> Node:
     """A RecurrentUpdate node (gdn/kda: n_heads, state_size; mamba2 adds n_groups,
     conv_kernel, intermediate_size)."""
-    node: Node = {"op": "RecurrentUpdate", "recurrent_kind": kind, "n_heads": n_heads,
-                  "state_size": state_size}
+    node: Node = {"op": "RecurrentUpdate", "recurrent_kind": kind, "n_heads": n_heads, "state_size": state_size}
     node.update(mamba)
     if state_dtype is not None:
         node["state_dtype"] = state_dtype

@@ -48,12 +48,15 @@ def regenerate(root: Path | None = None, *, check: bool = False) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m latencykernel.derive.regenerate",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true",
-                        help="do not write; exit 1 when any graph.yaml differs from its config")
-    parser.add_argument("--models", type=Path, default=None,
-                        help="catalog models/ directory (default: the embedded one)")
+    parser = argparse.ArgumentParser(
+        prog="python -m latencykernel.derive.regenerate", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="do not write; exit 1 when any graph.yaml differs from its config"
+    )
+    parser.add_argument(
+        "--models", type=Path, default=None, help="catalog models/ directory (default: the embedded one)"
+    )
     args = parser.parse_args(argv)
     try:
         changed = regenerate(args.models, check=args.check)
@@ -62,8 +65,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.check:
         if changed:
-            print("graph.yaml out of date (run python -m latencykernel.derive.regenerate): "
-                  + ", ".join(changed), file=sys.stderr)
+            print(
+                "graph.yaml out of date (run python -m latencykernel.derive.regenerate): " + ", ".join(changed),
+                file=sys.stderr,
+            )
             return 1
         print("all embedded graphs match their config.json")
         return 0

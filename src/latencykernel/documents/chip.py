@@ -42,15 +42,20 @@ class Chip(NamedByFile):
     GPUsPerRack: PosInt | None = None
     IntraRackBwGBps: Positive | None = None
 
-
     @model_validator(mode="after")
     def _consistent(self) -> Chip:
         if self.TFlopsFP8 and self.TFlopsFP8 <= self.TFlopsPeak:
-            raise Invalid(f"must be 0 (no native FP8) or above TFlopsPeak {self.TFlopsPeak}, got {self.TFlopsFP8}",
-                          key="TFlopsFP8", value=self.TFlopsFP8)
+            raise Invalid(
+                f"must be 0 (no native FP8) or above TFlopsPeak {self.TFlopsPeak}, got {self.TFlopsFP8}",
+                key="TFlopsFP8",
+                value=self.TFlopsFP8,
+            )
         if self.GPUsPerRack is not None and self.GPUsPerNode is not None and self.GPUsPerRack % self.GPUsPerNode:
-            raise Invalid(f"{self.GPUsPerRack} is not a multiple of GPUsPerNode {self.GPUsPerNode}",
-                          key="GPUsPerRack", value=self.GPUsPerRack)
+            raise Invalid(
+                f"{self.GPUsPerRack} is not a multiple of GPUsPerNode {self.GPUsPerNode}",
+                key="GPUsPerRack",
+                value=self.GPUsPerRack,
+            )
         if self.IntraRackBwGBps is not None and self.GPUsPerRack is None:
             raise Invalid("IntraRackBwGBps needs GPUsPerRack", key="IntraRackBwGBps", value=self.IntraRackBwGBps)
         return self

@@ -34,8 +34,18 @@ __all__ = [
 ]
 
 Units = Literal[
-    "dimensionless", "us_per_layer", "us_per_request", "us_per_step", "us_per_hop", "us_per_transfer",
-    "us_per_load", "us_per_token", "bytes_per_us", "bytes_per_rank", "tokens", "sm_count",
+    "dimensionless",
+    "us_per_layer",
+    "us_per_request",
+    "us_per_step",
+    "us_per_hop",
+    "us_per_transfer",
+    "us_per_load",
+    "us_per_token",
+    "bytes_per_us",
+    "bytes_per_rank",
+    "tokens",
+    "sm_count",
 ]
 Method = Literal["measured", "literature", "vendor_spec", "copied", "assumed", "not_charged"]
 EVIDENCED: frozenset[str] = frozenset({"measured", "literature", "vendor_spec"})
@@ -57,8 +67,10 @@ class Scope(StrictModel):
     def _not_empty(self) -> Scope:
         stated = [k for k in _SCOPE_KEYS if getattr(self, k) is not None]
         if not stated:
-            raise Invalid("is empty; state at least one of hardware, model, tp, ep, nodes_spanned "
-                          "(an empty scope is an error, not a wildcard)")
+            raise Invalid(
+                "is empty; state at least one of hardware, model, tp, ep, nodes_spanned "
+                "(an empty scope is an error, not a wildcard)"
+            )
         for k in stated:
             if not getattr(self, k):
                 raise Invalid("lists no value; an empty list would match nothing", key=k, value=[])
@@ -111,8 +123,7 @@ class CoefficientEntry(StrictModel):
         if self.value == 0 and m != "not_charged":
             raise Invalid(f"is 0, which only method not_charged may state (method is {m})", key="value", value=0)
         if m == "not_charged" and self.value != 0:
-            raise Invalid(f"must be 0 with method not_charged, got {show(self.value)}", key="value",
-                          value=self.value)
+            raise Invalid(f"must be 0 with method not_charged, got {show(self.value)}", key="value", value=self.value)
         if self.fitted and m != "measured":
             raise Invalid(f"fitted true needs method measured (method is {m})", key="fitted", value=True)
         if m in ("literature", "vendor_spec") and not self.sources:
@@ -120,8 +131,7 @@ class CoefficientEntry(StrictModel):
         if m in ("literature", "vendor_spec", "copied", "assumed", "not_charged") and not self.rationale:
             raise Invalid(f"method {m} needs a rationale", key="rationale")
         if m == "copied" and not self.copied_from:
-            raise Invalid("method copied needs copied_from (the entry the value was copied from)",
-                          key="copied_from")
+            raise Invalid("method copied needs copied_from (the entry the value was copied from)", key="copied_from")
         if self.ci95 is not None:
             lo, hi = self.ci95
             if not lo <= self.value <= hi:
@@ -142,20 +152,26 @@ class CoefficientSet(StrictModel):
         if isinstance(v, list):
             for i, item in enumerate(v):
                 if isinstance(item, dict) and len(item) != 1:
-                    raise Invalid(f"each item must be a single-key map '- <name>: {{...}}', this one has "
-                                  f"{len(item)} keys ({', '.join(map(str, item)) or 'none'})", key=f"[{i}]",
-                                  value=list(item))
+                    raise Invalid(
+                        f"each item must be a single-key map '- <name>: {{...}}', this one has "
+                        f"{len(item)} keys ({', '.join(map(str, item)) or 'none'})",
+                        key=f"[{i}]",
+                        value=list(item),
+                    )
         return v
 
     @model_validator(mode="after")
     def _unique_entries(self) -> CoefficientSet:
         seen: set[tuple[str, tuple[frozenset[Any], ...]]] = set()
         for i, item in enumerate(self.coefficients):
-            (name, entry), = item.items()
+            ((name, entry),) = item.items()
             ident = (name, entry.scope.identity())
             if ident in seen:
-                raise Invalid(f"{name} is stated twice for the same scope", key=f"coefficients[{i}].{name}.scope",
-                              value=entry.scope.model_dump(exclude_none=True))
+                raise Invalid(
+                    f"{name} is stated twice for the same scope",
+                    key=f"coefficients[{i}].{name}.scope",
+                    value=entry.scope.model_dump(exclude_none=True),
+                )
             seen.add(ident)
         return self
 

@@ -18,8 +18,9 @@ import types
 import typing
 import weakref
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Literal, TypeVar, get_args, get_origin
+from typing import Any, Literal, TypeVar, get_args, get_origin
 
 import yaml
 from pydantic import AliasChoices, BaseModel, ConfigDict, PrivateAttr, ValidationError
@@ -176,6 +177,7 @@ _ORIGINS: dict[int, tuple[weakref.ref[Any], Any]] = {}
 def note_origin(obj: Any, original: Any) -> None:
     """Record that ``obj`` is a copy of the validated document ``original``."""
     key = id(obj)
+
     def forget(_r: Any, key: int = key) -> None:
         _ORIGINS.pop(key, None)
 
@@ -412,9 +414,7 @@ def _describe(err: dict[str, Any], model_cls: type[BaseModel], loc: tuple[Any, .
     return f"invalid value {show(value)}"
 
 
-def to_document_error(
-    exc: ValidationError, model_cls: type[BaseModel], file: str, prefix: str = ""
-) -> DocumentError:
+def to_document_error(exc: ValidationError, model_cls: type[BaseModel], file: str, prefix: str = "") -> DocumentError:
     """The first problem of a pydantic ``ValidationError`` as one ``DocumentError``."""
     errors = exc.errors(include_url=False)
     # an unknown key first: a misspelled key also reports the real one as missing

@@ -27,7 +27,6 @@ class Fabric(NamedByFile):
     PDTransferBaseLatencyMs: Annotated[float, Field(ge=0)] | None = None
 
 
-
 def _parse_fabric(path: Path) -> Fabric:
     data = strip_comment_keys(require_mapping(read_yaml(path), path, "a fabric (PascalCase keys)"))
     fabric = validate(Fabric, data, path)

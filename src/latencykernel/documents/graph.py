@@ -44,8 +44,15 @@ __all__ = [
 
 Dtype = Literal["bf16", "fp16", "fp8", "nvfp4", "mxfp4", "int8", "int4", "fp32"]
 Op = Literal[
-    "GEMM", "GroupedGEMM", "Attention", "RecurrentUpdate", "Elementwise",
-    "AllReduce", "AllGather", "ReduceScatter", "All2All",
+    "GEMM",
+    "GroupedGEMM",
+    "Attention",
+    "RecurrentUpdate",
+    "Elementwise",
+    "AllReduce",
+    "AllGather",
+    "ReduceScatter",
+    "All2All",
 ]
 Emit = Literal["", "tensor_parallel", "expert_parallel", "tensor_parallel_unless_sp_moe"]
 COLLECTIVES: frozenset[str] = frozenset({"AllReduce", "AllGather", "ReduceScatter", "All2All"})
@@ -57,12 +64,36 @@ Name = Annotated[str, Field(min_length=1)]
 _COMMON = ("op", "role", "emit")
 OP_KEYS: dict[str, tuple[str, ...]] = {
     "GEMM": ("n", "k", "weight_dtype"),
-    "GroupedGEMM": ("n", "k", "experts", "top_k", "shared_experts", "shared_intermediate_size",
-                    "latent_size", "weight_dtype"),
-    "Attention": ("kind", "n_q", "n_kv", "d_h", "kv_lora_rank", "qk_rope_head_dim", "window",
-                  "index_topk", "compress_ratio"),
-    "RecurrentUpdate": ("recurrent_kind", "n_heads", "state_size", "n_groups", "conv_kernel",
-                        "intermediate_size", "state_dtype"),
+    "GroupedGEMM": (
+        "n",
+        "k",
+        "experts",
+        "top_k",
+        "shared_experts",
+        "shared_intermediate_size",
+        "latent_size",
+        "weight_dtype",
+    ),
+    "Attention": (
+        "kind",
+        "n_q",
+        "n_kv",
+        "d_h",
+        "kv_lora_rank",
+        "qk_rope_head_dim",
+        "window",
+        "index_topk",
+        "compress_ratio",
+    ),
+    "RecurrentUpdate": (
+        "recurrent_kind",
+        "n_heads",
+        "state_size",
+        "n_groups",
+        "conv_kernel",
+        "intermediate_size",
+        "state_dtype",
+    ),
     "Elementwise": ("bytes_per_token",),
     **{c: () for c in COLLECTIVES},
 }
@@ -118,8 +149,11 @@ class Node(StrictModel):
         for key in self.model_fields_set:
             if key not in allowed and key not in _COMMON and getattr(self, key) is not None:
                 uses = ", ".join(allowed) if allowed else "no shape keys"
-                raise Invalid(f"key '{key}' is not used by op {op}; {op} takes {uses} "
-                              "(besides op, role, emit)", key=key, value=getattr(self, key))
+                raise Invalid(
+                    f"key '{key}' is not used by op {op}; {op} takes {uses} (besides op, role, emit)",
+                    key=key,
+                    value=getattr(self, key),
+                )
         for key in _REQUIRED.get(op, ()):
             if getattr(self, key) is None:
                 raise Invalid(f"missing required key '{key}' for op {op}", key=key)
@@ -128,20 +162,25 @@ class Node(StrictModel):
             if self.top_k > self.experts:
                 raise Invalid(f"top_k {self.top_k} exceeds experts {self.experts}", key="top_k", value=self.top_k)
             if self.shared_intermediate_size is not None and not self.shared_experts:
-                raise Invalid("shared_intermediate_size needs shared_experts >= 1",
-                              key="shared_intermediate_size", value=self.shared_intermediate_size)
+                raise Invalid(
+                    "shared_intermediate_size needs shared_experts >= 1",
+                    key="shared_intermediate_size",
+                    value=self.shared_intermediate_size,
+                )
         elif op == "Attention":
             assert self.n_q is not None and self.n_kv is not None
             if self.n_kv > self.n_q:
                 raise Invalid(f"n_kv {self.n_kv} exceeds n_q {self.n_q}", key="n_kv", value=self.n_kv)
             if self.kind in ("mla", "sparse_mla") and self.n_kv != 1:
-                raise Invalid(f"{self.kind} attention keeps one latent per token, so n_kv must be 1, "
-                              f"got {self.n_kv}", key="n_kv", value=self.n_kv)
+                raise Invalid(
+                    f"{self.kind} attention keeps one latent per token, so n_kv must be 1, got {self.n_kv}",
+                    key="n_kv",
+                    value=self.n_kv,
+                )
             if self.kind == "swa" and self.window is None:
                 raise Invalid("missing required key 'window' for swa attention", key="window")
             if self.kind == "sparse_mla" and self.index_topk is None and self.compress_ratio is None:
-                raise Invalid("sparse_mla attention needs index_topk or compress_ratio (or both)",
-                              key="index_topk")
+                raise Invalid("sparse_mla attention needs index_topk or compress_ratio (or both)", key="index_topk")
         elif op == "RecurrentUpdate" and self.recurrent_kind == "mamba2":
             for key in ("n_groups", "conv_kernel", "intermediate_size"):
                 if getattr(self, key) is None:
@@ -164,8 +203,9 @@ class LayerKind(StrictModel):
         indeg = [0] * n
         for e, (i, j) in enumerate(self.edges):
             if not (0 <= i < n and 0 <= j < n) or i == j:
-                raise Invalid(f"edge {[i, j]} must join two different node indices in 0..{n - 1}",
-                              key=f"edges[{e}]", value=[i, j])
+                raise Invalid(
+                    f"edge {[i, j]} must join two different node indices in 0..{n - 1}", key=f"edges[{e}]", value=[i, j]
+                )
             succ[i].append(j)
             indeg[j] += 1
         ready = [v for v in range(n) if indeg[v] == 0]
@@ -207,8 +247,7 @@ class Speculator(StrictModel):
     @model_validator(mode="after")
     def _runs_something(self) -> Speculator:
         if self.stack.pattern and self.stack.repeat < 1:
-            raise Invalid(f"must be at least 1, got {self.stack.repeat}", key="stack.repeat",
-                          value=self.stack.repeat)
+            raise Invalid(f"must be at least 1, got {self.stack.repeat}", key="stack.repeat", value=self.stack.repeat)
         return self
 
 
@@ -251,8 +290,7 @@ class ModelGraph(StrictModel):
         ids: list[str] = []
         for i, lk in enumerate(self.layer_kinds):
             if lk.id in ids:
-                raise Invalid(f"layer kind id {show(lk.id)} is declared twice", key=f"layer_kinds[{i}].id",
-                              value=lk.id)
+                raise Invalid(f"layer kind id {show(lk.id)} is declared twice", key=f"layer_kinds[{i}].id", value=lk.id)
             ids.append(lk.id)
         stacks = [("stack", self.stack)]
         if self.speculator is not None:
@@ -261,11 +299,16 @@ class ModelGraph(StrictModel):
             for part in ("prologue", "pattern", "epilogue"):
                 for j, lid in enumerate(getattr(st, part)):
                     if lid not in ids:
-                        raise Invalid(f"{show(lid)} is not a declared layer kind; declared ids are: "
-                                      f"{', '.join(ids)}", key=f"{where}.{part}[{j}]", value=lid)
+                        raise Invalid(
+                            f"{show(lid)} is not a declared layer kind; declared ids are: {', '.join(ids)}",
+                            key=f"{where}.{part}[{j}]",
+                            value=lid,
+                        )
         if not self.stack.expand():
-            raise Invalid("the stack expands to no layer; list layer kinds in prologue, pattern "
-                          "(with repeat >= 1) or epilogue", key="stack")
+            raise Invalid(
+                "the stack expands to no layer; list layer kinds in prologue, pattern (with repeat >= 1) or epilogue",
+                key="stack",
+            )
         return self
 
     def expand(self) -> list[str]:

@@ -232,38 +232,61 @@ def check_bundle(scenario: Scenario, deployment: Deployment, file: str | os.Path
     split = [i for i, r in enumerate(roles) if r in ("prefill", "decode")]
     if "colocated" in roles and split:
         i = split[0]
-        raise _fail(f, f"pools[{i}].role", roles[i],
-                    f"a {roles[i]} pool cannot sit beside a colocated pool; make every pool colocated, "
-                    "or split the deployment into prefill and decode pools")
+        raise _fail(
+            f,
+            f"pools[{i}].role",
+            roles[i],
+            f"a {roles[i]} pool cannot sit beside a colocated pool; make every pool colocated, "
+            "or split the deployment into prefill and decode pools",
+        )
     for need, other in (("prefill", "decode"), ("decode", "prefill")):
         if need in roles and other not in roles:
             i = roles.index(need)
-            raise _fail(f, f"pools[{i}].role", need,
-                        f"a {need} pool needs a {other} pool beside it; add one, or make the pool colocated")
+            raise _fail(
+                f,
+                f"pools[{i}].role",
+                need,
+                f"a {need} pool needs a {other} pool beside it; add one, or make the pool colocated",
+            )
     total = sum(p.nodes for p in deployment.pools)
     if total != cl.nodes:
-        raise _fail(f, "pools", total,
-                    f"the pools' nodes add up to {total} but cluster.nodes is {cl.nodes}; "
-                    "make the two equal")
+        raise _fail(
+            f, "pools", total, f"the pools' nodes add up to {total} but cluster.nodes is {cl.nodes}; make the two equal"
+        )
     if cl.nodes > 1 and not cl.fabric:
-        raise _fail(f, "cluster.fabric", None,
-                    f"a cluster of {cl.nodes} nodes needs a fabric; name a catalog network "
-                    "(networks/<name>.yaml), e.g. ib-400g")
+        raise _fail(
+            f,
+            "cluster.fabric",
+            None,
+            f"a cluster of {cl.nodes} nodes needs a fabric; name a catalog network "
+            "(networks/<name>.yaml), e.g. ib-400g",
+        )
     if cl.gpus_per_rack is not None and cl.gpus_per_rack % cl.gpus_per_node:
-        raise _fail(f, "cluster.gpus_per_rack", cl.gpus_per_rack,
-                    f"{cl.gpus_per_rack} is not a multiple of gpus_per_node {cl.gpus_per_node}")
+        raise _fail(
+            f,
+            "cluster.gpus_per_rack",
+            cl.gpus_per_rack,
+            f"{cl.gpus_per_rack} is not a multiple of gpus_per_node {cl.gpus_per_node}",
+        )
     for i, pool in enumerate(deployment.pools):
         _check_parallel(f, i, pool, cl.gpus_per_node)
     if "prefill" in roles and deployment.pd_transfer is None:
-        raise _fail(f, "pd_transfer", None,
-                    "a deployment with a prefill pool needs a pd_transfer block "
-                    "(e.g. pd_transfer: {connector: NixlConnector})")
+        raise _fail(
+            f,
+            "pd_transfer",
+            None,
+            "a deployment with a prefill pool needs a pd_transfer block (e.g. pd_transfer: {connector: NixlConnector})",
+        )
     if deployment.offload is not None and cl.storage is not None:
         for j, t in enumerate(deployment.offload.tiers):
             if t.tier not in cl.storage:
-                raise _fail(f, f"offload.tiers[{j}].tier", t.tier,
-                            f"{show(t.tier)} is not in cluster.storage ({', '.join(cl.storage) or 'empty'}); "
-                            "add it there or pick one of those")
+                raise _fail(
+                    f,
+                    f"offload.tiers[{j}].tier",
+                    t.tier,
+                    f"{show(t.tier)} is not in cluster.storage ({', '.join(cl.storage) or 'empty'}); "
+                    "add it there or pick one of those",
+                )
 
 
 def _check_parallel(f: str, i: int, pool: Pool, gpus_per_node: int) -> None:
@@ -272,25 +295,40 @@ def _check_parallel(f: str, i: int, pool: Pool, gpus_per_node: int) -> None:
     pcp = par.pcp or 0
     dcp = par.dcp or 0
     if pcp > 1 and par.dp > 1:
-        raise _fail(f, f"{base}.pcp", pcp,
-                    f"pcp {pcp} with dp {par.dp}: prefill-context parallelism excludes data "
-                    "parallelism; set dp to 1 or pcp to 1")
+        raise _fail(
+            f,
+            f"{base}.pcp",
+            pcp,
+            f"pcp {pcp} with dp {par.dp}: prefill-context parallelism excludes data "
+            "parallelism; set dp to 1 or pcp to 1",
+        )
     if dcp > 1:
         if pcp <= 1 and par.tp % dcp:
-            raise _fail(f, f"{base}.dcp", dcp,
-                        f"{dcp} does not divide tp {par.tp}; decode-context parallelism reuses the "
-                        "tensor-parallel ranks, so dcp must divide tp")
+            raise _fail(
+                f,
+                f"{base}.dcp",
+                dcp,
+                f"{dcp} does not divide tp {par.tp}; decode-context parallelism reuses the "
+                "tensor-parallel ranks, so dcp must divide tp",
+            )
         if pcp > 1 and dcp not in (1, pcp, par.tp * pcp):
-            raise _fail(f, f"{base}.dcp", dcp,
-                        f"with pcp {pcp} and tp {par.tp}, dcp must be 1, {pcp} (pcp) or "
-                        f"{par.tp * pcp} (tp*pcp)")
+            raise _fail(
+                f,
+                f"{base}.dcp",
+                dcp,
+                f"with pcp {pcp} and tp {par.tp}, dcp must be 1, {pcp} (pcp) or {par.tp * pcp} (tp*pcp)",
+            )
     need = par.pp * par.tp * max(pcp, 1) * par.dp
     have = pool.nodes * gpus_per_node
     if need > have:
-        raise _fail(f, base, need,
-                    f"one engine needs pp*tp*pcp*dp = {par.pp}*{par.tp}*{max(pcp, 1)}*{par.dp} = {need} GPUs "
-                    f"but the pool has nodes {pool.nodes} x gpus_per_node {gpus_per_node} = {have}; "
-                    "raise the pool's nodes or narrow the parallel widths")
+        raise _fail(
+            f,
+            base,
+            need,
+            f"one engine needs pp*tp*pcp*dp = {par.pp}*{par.tp}*{max(pcp, 1)}*{par.dp} = {need} GPUs "
+            f"but the pool has nodes {pool.nodes} x gpus_per_node {gpus_per_node} = {have}; "
+            "raise the pool's nodes or narrow the parallel widths",
+        )
 
 
 # --------------------------------------------------------------------------- loading
@@ -309,17 +347,24 @@ def _parse_bundle(path: Path) -> tuple[Scenario, Deployment]:
         hint = ""
         d = docs[0]
         if isinstance(d, dict) and ("pools" in d or "hardware" in d):
-            hint = (" This looks like the older single-document form: move 'hardware' under "
-                    "'cluster', and 'pools' into a second document with 'kind: Deployment'.")
-        raise DocumentError(f"{f}: the file holds one YAML document, the Deployment is missing; {_LAYOUT}.{hint}",
-                            file=f)
+            hint = (
+                " This looks like the older single-document form: move 'hardware' under "
+                "'cluster', and 'pools' into a second document with 'kind: Deployment'."
+            )
+        raise DocumentError(
+            f"{f}: the file holds one YAML document, the Deployment is missing; {_LAYOUT}.{hint}", file=f
+        )
     if len(docs) > 2:
         raise DocumentError(f"{f}: the file holds {len(docs)} YAML documents; {_LAYOUT}", file=f)
     first = require_mapping(docs[0], f, "a Scenario document")
     second = require_mapping(docs[1], f, "a Deployment document")
     if first.get("kind") == "Deployment" and second.get("kind") == "Scenario":
-        raise DocumentError(f"{f}: kind: the Scenario document must come first, then the Deployment",
-                            file=f, key="kind", value="Deployment")
+        raise DocumentError(
+            f"{f}: kind: the Scenario document must come first, then the Deployment",
+            file=f,
+            key="kind",
+            value="Deployment",
+        )
     scenario = validate(Scenario, first, f)
     deployment = validate(Deployment, second, f)
     check_bundle(scenario, deployment, f)

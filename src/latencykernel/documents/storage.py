@@ -49,8 +49,11 @@ class StorageClass(StrictModel):
         if isinstance(data, dict):
             for current, legacy in _SPELLINGS:
                 if current in data and legacy in data:
-                    raise Invalid(f"states both '{current}' and its older spelling '{legacy}'; keep one",
-                                  key=legacy, value=data[legacy])
+                    raise Invalid(
+                        f"states both '{current}' and its older spelling '{legacy}'; keep one",
+                        key=legacy,
+                        value=data[legacy],
+                    )
         return data
 
     @property
@@ -68,11 +71,16 @@ def validate_storage(data: Any, file: str | os.PathLike[str]) -> dict[str, Stora
     top = require_mapping(data, f, "a map of storage classes")
     for key in top:
         if is_comment_key(key):
-            raise DocumentError(f"{f}: {key}: comment keys are not allowed at the top level of the storage "
-                                "file; put them inside a class", file=f, key=str(key))
+            raise DocumentError(
+                f"{f}: {key}: comment keys are not allowed at the top level of the storage "
+                "file; put them inside a class",
+                file=f,
+                key=str(key),
+            )
         if not isinstance(key, str) or not key:
-            raise DocumentError(f"{f}: storage class names must be non-empty strings, got {key!r}",
-                                file=f, key=str(key), value=key)
+            raise DocumentError(
+                f"{f}: storage class names must be non-empty strings, got {key!r}", file=f, key=str(key), value=key
+            )
     return {k: validate(StorageClass, strip_comment_keys(v), f, prefix=k) for k, v in top.items()}
 
 

@@ -5,5 +5,15 @@ from latencykernel.kernel.kernel import KERNEL_ASSUMPTION_SET, CoefficientOrigin
 from latencykernel.kernel.memory import MemoryBreakdown
 from latencykernel.kernel.opening import build, open, open_pool
 
-__all__ = ["new", "open", "open_pool", "build", "Kernel", "CoefficientOrigin", "Resolution", "Placement", "MemoryBreakdown",
-           "KERNEL_ASSUMPTION_SET"]
+__all__ = [
+    "new",
+    "open",
+    "open_pool",
+    "build",
+    "Kernel",
+    "CoefficientOrigin",
+    "Resolution",
+    "Placement",
+    "MemoryBreakdown",
+    "KERNEL_ASSUMPTION_SET",
+]

@@ -77,10 +77,12 @@ class StepConstants:
     secondary_pairs: tuple[tuple[tuple[float, float], ...], ...] = ()
 
     def __post_init__(self) -> None:
-        self.primary_pairs = tuple(self.attention_pair(lp.primary.kind) if lp.primary else (0.0, 0.0)
-                                   for lp in self.plan.layers)
-        self.secondary_pairs = tuple(tuple(self.attention_pair(a.kind) for a in lp.attentions if not a.holds_kv)
-                                     for lp in self.plan.layers)
+        self.primary_pairs = tuple(
+            self.attention_pair(lp.primary.kind) if lp.primary else (0.0, 0.0) for lp in self.plan.layers
+        )
+        self.secondary_pairs = tuple(
+            tuple(self.attention_pair(a.kind) for a in lp.attentions if not a.holds_kv) for lp in self.plan.layers
+        )
 
     def attention_pair(self, kind: str) -> tuple[float, float]:
         """(floor_s, rate_bytes_per_s) for decode attention of ``kind``: its own pair when the

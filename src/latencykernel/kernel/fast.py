@@ -28,9 +28,10 @@ within 1 ns per resource of the reference, and the tests say so. The vectorised 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import compress, repeat
 from operator import add, floordiv, ge, mod, neg
-from typing import Any, Sequence
+from typing import Any
 
 from latencykernel.batch import RESOURCES, StepEstimate
 from latencykernel.kernel.constants import StepConstants
@@ -111,9 +112,27 @@ class FastPlan:
       dcp      (latent, charges per row) of the DCP decode collectives, or None
     """
 
-    __slots__ = ("kinds", "colls", "specs", "head_g", "head_h", "inv_pe", "m_half", "sm_count", "width",
-                 "capture", "host", "empty_host", "funnel", "needs_ndecode", "pcp_prefill_fallback",
-                 "dcp_prefill_fallback", "windows", "hot", "c")
+    __slots__ = (
+        "kinds",
+        "colls",
+        "specs",
+        "head_g",
+        "head_h",
+        "inv_pe",
+        "m_half",
+        "sm_count",
+        "width",
+        "capture",
+        "host",
+        "empty_host",
+        "funnel",
+        "needs_ndecode",
+        "pcp_prefill_fallback",
+        "dcp_prefill_fallback",
+        "windows",
+        "hot",
+        "c",
+    )
 
     kinds: tuple[tuple[Any, ...], ...]
     colls: tuple[tuple[float, float, float, float, bool], ...]
@@ -147,8 +166,21 @@ class FastPlan:
         n = len(S)
         if n == 0:
             return (0.0, 0.0, 0.0, 0.0, self.empty_host[0], 0.0)
-        (w, capture, host_uniform, host_other, host_eager, specs, windows, smc, m_half, inv_pe, funnel,
-         fallback, needs_ndecode) = self.hot
+        (
+            w,
+            capture,
+            host_uniform,
+            host_other,
+            host_eager,
+            specs,
+            windows,
+            smc,
+            m_half,
+            inv_pe,
+            funnel,
+            fallback,
+            needs_ndecode,
+        ) = self.hot
         uniform = S.count(w) == n
         pre = None
         if uniform and w <= th:
@@ -211,13 +243,13 @@ class FastPlan:
         any_ctx = None
 
         p_sm = p_hbm = p_nv = p_nic = overlap = 0.0
-        for (count, G, R, Wh, Eh, rf, rinv, expert, attn, nv_idx, nic_idx, dcp) in self.kinds:
+        for count, G, R, Wh, Eh, rf, rinv, expert, attn, nv_idx, nic_idx, dcp in self.kinds:
             sm = G * Yd + rf + rinv * T
             hbm = Wh + Eh * T
             if expert is not None:
                 q, Z = expert
                 rsm = R * Yd
-                rhbm = Z * (1.0 - q ** nroute)
+                rhbm = Z * (1.0 - q**nroute)
             else:
                 rsm = rhbm = 0.0
             if attn is not None:
@@ -291,8 +323,9 @@ class FastPlan:
         overlap += head_sm if head_sm > head_hbm else head_hbm
         return (p_sm, p_hbm, p_nv, p_nic, host, overlap)
 
-    def estimate(self, S: Sequence[int], C: Sequence[int], th: int, sm_budget: int,
-                 per: dict | None) -> StepEstimate | None:
+    def estimate(
+        self, S: Sequence[int], C: Sequence[int], th: int, sm_budget: int, per: dict | None
+    ) -> StepEstimate | None:
         """``Kernel.step_time_into`` on the fast path, or None to use the reference. The
         integer-nanosecond edges are the reference's (``Kernel._estimate``), inlined."""
         r = self.price(S, C, th, sm_budget)
@@ -420,8 +453,14 @@ def _build(c: StepConstants) -> FastPlan:
         if lp.expert_flops_per_token_per_expert > 0:
             weight += lp.shared_expert_weight_bytes / tp
             # KNOWN DIVERGENCE: routed FLOPs not divided by the TP slice (as step.py).
-            R = lp.top_k * c.local_expert_share * lp.expert_flops_per_token_per_expert * c.moe_imbalance \
-                / dp_slice * funnel
+            R = (
+                lp.top_k
+                * c.local_expert_share
+                * lp.expert_flops_per_token_per_expert
+                * c.moe_imbalance
+                / dp_slice
+                * funnel
+            )
             E, k, local = c.total_experts, lp.top_k, c.experts_per_rank
             if local <= 0:
                 Z, q = 0.0, 0.0
@@ -463,8 +502,18 @@ def _build(c: StepConstants) -> FastPlan:
                 needs_ndecode = needs_ndecode or s2.window > 0
             if a.window > 0:
                 windows.add(a.window)
-            attn = (floor, kvpt / rate if rate > 0 else 0.0, None if rate > 0 else kvpt / hbm_bw, spec, qhd,
-                    qhd / ps if ps > 0 else 0.0, a.window, launch, c.prefill_floor_s, tuple(secs))
+            attn = (
+                floor,
+                kvpt / rate if rate > 0 else 0.0,
+                None if rate > 0 else kvpt / hbm_bw,
+                spec,
+                qhd,
+                qhd / ps if ps > 0 else 0.0,
+                a.window,
+                launch,
+                c.prefill_floor_s,
+                tuple(secs),
+            )
             if c.dcp > 1 and dcp_shards_kv(a.kind):
                 latent = a.kind in LATENT_KINDS
                 dcp = (latent, _dcp_charges(c, a))
@@ -481,8 +530,22 @@ def _build(c: StepConstants) -> FastPlan:
                 coll_index[ch] = len(colls)
                 colls.append(ch)
             (nic_idx if ch[4] else nv_idx).append(coll_index[ch])
-        kinds.append((lp.count, G, R, weight / hbm_bw, lp.elementwise_bytes_per_token / tp / hbm_bw, rf, rinv,
-                      expert, attn, tuple(nv_idx), tuple(nic_idx), dcp))
+        kinds.append(
+            (
+                lp.count,
+                G,
+                R,
+                weight / hbm_bw,
+                lp.elementwise_bytes_per_token / tp / hbm_bw,
+                rf,
+                rinv,
+                expert,
+                attn,
+                tuple(nv_idx),
+                tuple(nic_idx),
+                dcp,
+            )
+        )
 
     head = c.plan.head
     fp = object.__new__(FastPlan)
@@ -502,8 +565,12 @@ def _build(c: StepConstants) -> FastPlan:
     plan = c.plan
 
     def dispatch(mode: str) -> float:
-        return graph_dispatch_s(mode, c.host_replay_s, c.host_eager_per_layer_s, plan.piecewise_segments,
-                                plan.total_layers) + launch_s
+        return (
+            graph_dispatch_s(
+                mode, c.host_replay_s, c.host_eager_per_layer_s, plan.piecewise_segments, plan.total_layers
+            )
+            + launch_s
+        )
 
     # The same floats the reference adds (host_dispatch_s + the launch term).
     fp.host = (dispatch(c.graph_decode), dispatch(c.graph_other), dispatch("eager"))
@@ -511,7 +578,18 @@ def _build(c: StepConstants) -> FastPlan:
     fp.needs_ndecode = needs_ndecode
     fp.pcp_prefill_fallback = c.pcp > 1
     fp.dcp_prefill_fallback = dcp_prefill_fallback
-    fp.hot = (fp.width, fp.capture, *fp.host, fp.specs, fp.windows, fp.sm_count, fp.m_half, fp.inv_pe, fp.funnel,
-              fp.pcp_prefill_fallback or fp.dcp_prefill_fallback, needs_ndecode)  # one unpack per call
+    fp.hot = (
+        fp.width,
+        fp.capture,
+        *fp.host,
+        fp.specs,
+        fp.windows,
+        fp.sm_count,
+        fp.m_half,
+        fp.inv_pe,
+        fp.funnel,
+        fp.pcp_prefill_fallback or fp.dcp_prefill_fallback,
+        needs_ndecode,
+    )  # one unpack per call
     fp.c = c
     return fp

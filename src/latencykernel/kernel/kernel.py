@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from latencykernel.batch import RESOURCES, Batch, Resource, StepEstimate
 from latencykernel.errors import LatencyKernelError
@@ -18,6 +19,7 @@ from latencykernel.price.memory import recurrent_state_bytes
 from latencykernel.resolve.coefficients import Coefficients
 from latencykernel.resolve.layout import Group, Op, Override
 from latencykernel.resolve.settings import Assumptions
+from latencykernel.step_model import EngineLimits
 
 if TYPE_CHECKING:
     from latencykernel.kernel.vector import StepTimes
@@ -77,8 +79,20 @@ class Placement:
 class Kernel:
     """The price of one pool of one deployment. Build with ``new``, ``open`` or ``build``."""
 
-    __slots__ = ("_c", "_coeffs", "_assumptions", "_overrides", "_memory", "_pre", "_inputs", "_pool",
-                 "_info", "_tiers", "_fast", "__weakref__")
+    __slots__ = (
+        "_c",
+        "_coeffs",
+        "_assumptions",
+        "_overrides",
+        "_memory",
+        "_pre",
+        "_inputs",
+        "_pool",
+        "_info",
+        "_tiers",
+        "_fast",
+        "__weakref__",
+    )
     _c: StepConstants
     _coeffs: Coefficients
     _assumptions: tuple[Any, ...]
@@ -92,8 +106,18 @@ class Kernel:
     _fast: FastPlan | None
 
     @classmethod
-    def _create(cls, *, inputs: Any, consts: StepConstants, coeffs: Coefficients, assumptions: Assumptions,
-                overrides: list[Override], memory: MemoryBreakdown, pre_snapshot: int, **info: Any) -> "Kernel":
+    def _create(
+        cls,
+        *,
+        inputs: Any,
+        consts: StepConstants,
+        coeffs: Coefficients,
+        assumptions: Assumptions,
+        overrides: list[Override],
+        memory: MemoryBreakdown,
+        pre_snapshot: int,
+        **info: Any,
+    ) -> Kernel:
         k = object.__new__(cls)
         k._c = consts
         k._coeffs = coeffs
@@ -137,8 +161,10 @@ class Kernel:
 
     def __repr__(self) -> str:
         lay = self._c.layout
-        return (f"Kernel({self.model} on {self.chip}, tp={lay.tp} dp={lay.dp} ep={lay.expert_width}, "
-                f"{self._info.get('served_dtype')})")
+        return (
+            f"Kernel({self.model} on {self.chip}, tp={lay.tp} dp={lay.dp} ep={lay.expert_width}, "
+            f"{self._info.get('served_dtype')})"
+        )
 
     # ----- step ------------------------------------------------------------------------
     def step_time(self, batch: Batch) -> StepEstimate:
@@ -159,8 +185,16 @@ class Kernel:
                 return e
         return self._reference_step(batch, per)
 
-    def step_times(self, step: Any, scheduled: Any, computed: Any, *, decode_threshold: int,
-                   prompt_len: Any = None, sm_budget: int = 0) -> "StepTimes":
+    def step_times(
+        self,
+        step: Any,
+        scheduled: Any,
+        computed: Any,
+        *,
+        decode_threshold: int,
+        prompt_len: Any = None,
+        sm_budget: int = 0,
+    ) -> StepTimes:
         """Many steps in one call. ``step``, ``scheduled`` and ``computed`` hold one row per
         request (lists or numpy arrays of integers); ``step`` (non-decreasing, from 0) says
         which step each request belongs to, and a step number with no rows is an empty step.
@@ -168,14 +202,20 @@ class Kernel:
         to ``step_time`` on the same batch. ``prompt_len`` is accepted and not read."""
         from latencykernel.kernel.vector import step_times  # numpy loads here, not on import
 
-        return step_times(self, step, scheduled, computed, decode_threshold=decode_threshold,
-                          prompt_len=prompt_len, sm_budget=sm_budget)
+        return step_times(
+            self,
+            step,
+            scheduled,
+            computed,
+            decode_threshold=decode_threshold,
+            prompt_len=prompt_len,
+            sm_budget=sm_budget,
+        )
 
     def _reference_step(self, batch: Batch, per: dict[Resource, float] | None = None) -> StepEstimate:
         """``step_time_into`` on the reference path (``step.price_step``); the fast path
         (``kernel/fast.py``) must agree with it."""
-        raw, overlap_s = price_step(self._c, batch.scheduled, batch.computed, batch.decode_threshold,
-                                    batch.sm_budget)
+        raw, overlap_s = price_step(self._c, batch.scheduled, batch.computed, batch.decode_threshold, batch.sm_budget)
         return self._estimate(raw, overlap_s, per)
 
     def _estimate(self, raw: Sequence[float], overlap_s: float, per: dict[Resource, float] | None) -> StepEstimate:
@@ -194,6 +234,26 @@ class Kernel:
             if ns[i] > 0:
                 per[r] = ns[i] * NS
         return StepEstimate(overlap * NS, no_overlap * NS, RESOURCES[best], per)
+
+    def limits(self) -> EngineLimits:
+        """The engine limits a scheduler obeys (``StepModel.limits``), as resolved: each
+        unstated one is vLLM's default, recorded in ``assumptions()``."""
+        c = self._c
+        lay = c.layout
+        eng = self._pool.engine
+        return EngineLimits(
+            max_num_seqs=int(self._info["max_num_seqs"]),
+            max_num_batched_tokens=int(self._info["max_batched_tokens"]),
+            max_model_len=int(eng.max_model_len or 0),
+            block_size=c.block_size,
+            kv_blocks=self.kv_blocks(),
+            enable_prefix_caching=eng.enable_prefix_caching is not False,
+            async_scheduling=eng.async_scheduling if eng.async_scheduling is not None else True,
+            num_speculative_tokens=int(self._info.get("spec_tokens", 0)),
+            decode_threshold=8,
+            gpus=max(lay.tp, 1) * max(lay.pp, 1) * max(lay.pcp, 1),
+            data_parallel=max(lay.dp, 1),
+        )
 
     # ----- memory ----------------------------------------------------------------------
     def fixed_bytes(self) -> MemoryBreakdown:
@@ -222,8 +282,12 @@ class Kernel:
         if self._info.get("mamba_mode") == "all":
             for lp in c.plan.layers:
                 if lp.recurrent_state_bytes > 0:
-                    total += int(recurrent_state_bytes(lp.recurrent_state_bytes, "all", tokens, c.block_size,
-                                                       self._info.get("spec_tokens", 0), 0) * lp.count)
+                    total += int(
+                        recurrent_state_bytes(
+                            lp.recurrent_state_bytes, "all", tokens, c.block_size, self._info.get("spec_tokens", 0), 0
+                        )
+                        * lp.count
+                    )
         return total
 
     def sequence_fixed_bytes(self) -> int:
@@ -233,9 +297,15 @@ class Kernel:
             return 0
         c = self._c
         max_len = self._pool.engine.max_model_len or 0
-        return int(sum(recurrent_state_bytes(lp.recurrent_state_bytes, mode, max_len, c.block_size,
-                                             self._info.get("spec_tokens", 0), 0) * lp.count
-                       for lp in c.plan.layers))
+        return int(
+            sum(
+                recurrent_state_bytes(
+                    lp.recurrent_state_bytes, mode, max_len, c.block_size, self._info.get("spec_tokens", 0), 0
+                )
+                * lp.count
+                for lp in c.plan.layers
+            )
+        )
 
     # ----- capacity ---------------------------------------------------------------------
     def kv_budget_bytes(self, gpu_memory_utilization: float | None = None) -> int:
@@ -313,8 +383,10 @@ class Kernel:
         """Every registry value in scope (sorted by name), then the kernel's own assumptions
         (set ``KERNEL_ASSUMPTION_SET``, method ``assumed``, scope ``"<value>: <reason>"``)."""
         out = [CoefficientOrigin(r.name, r.set, r.method, r.scope) for r in self._coeffs.origins()]
-        out += [CoefficientOrigin(a.name, KERNEL_ASSUMPTION_SET, "assumed", f"{a.value}: {a.reason}")
-                for a in self._assumptions]
+        out += [
+            CoefficientOrigin(a.name, KERNEL_ASSUMPTION_SET, "assumed", f"{a.value}: {a.reason}")
+            for a in self._assumptions
+        ]
         return out
 
     def assumptions(self) -> list[tuple[str, str, str]]:
@@ -332,8 +404,11 @@ class Kernel:
         lay = self._c.layout
         eng = self._pool.engine
         return Resolution(
-            tensor_parallel=max(lay.tp, 1), data_parallel=max(lay.dp, 1), expert_parallel=max(lay.expert_width, 1),
-            decode_context_parallel=lay.dcp, prefill_context_parallel=lay.pcp,
+            tensor_parallel=max(lay.tp, 1),
+            data_parallel=max(lay.dp, 1),
+            expert_parallel=max(lay.expert_width, 1),
+            decode_context_parallel=lay.dcp,
+            prefill_context_parallel=lay.pcp,
             all_reduce_backend="custom" if lay.custom_all_reduce else "nccl",
             sequence_parallel_moe=lay.sequence_parallel_moe,
             async_scheduling=eng.async_scheduling if eng.async_scheduling is not None else True,

@@ -36,11 +36,13 @@ class MemoryBreakdown:
         return self.weights + self.activation_peak + self.cuda_graph + self.comm_buffers + self.eplb_redundant
 
     def gib(self) -> dict[str, float]:
-        return {k: getattr(self, k) / GIB for k in
-                ("weights", "activation_peak", "cuda_graph", "comm_buffers", "eplb_redundant", "total")}
+        return {
+            k: getattr(self, k) / GIB
+            for k in ("weights", "activation_peak", "cuda_graph", "comm_buffers", "eplb_redundant", "total")
+        }
 
 
-def _need(coeffs: "Coefficients", name: str) -> float:
+def _need(coeffs: Coefficients, name: str) -> float:
     v = coeffs.get(name)
     if v is None:
         raise RefusedError(
@@ -52,19 +54,25 @@ def _need(coeffs: "Coefficients", name: str) -> float:
     return v
 
 
-def _declared(coeffs: "Coefficients", prefix: str) -> list[int]:
+def _declared(coeffs: Coefficients, prefix: str) -> list[int]:
     out = []
     for name in coeffs.names():
         if name.startswith(prefix) and name.endswith("rank"):
-            tail = name[len(prefix):-len("rank")]
+            tail = name[len(prefix) : -len("rank")]
             if tail.isdigit():
                 out.append(int(tail))
     return out
 
 
 def fixed_memory(
-    *, consts: "StepConstants", coeffs: "Coefficients", graph: Any, mode_name: str, max_batched_tokens: int,
-    served_bytes: float, eplb_redundant: int,
+    *,
+    consts: StepConstants,
+    coeffs: Coefficients,
+    graph: Any,
+    mode_name: str,
+    max_batched_tokens: int,
+    served_bytes: float,
+    eplb_redundant: int,
 ) -> tuple[MemoryBreakdown, int]:
     """(fixed bytes per rank, bytes held before the engine measures its memory budget).
 
@@ -82,8 +90,13 @@ def fixed_memory(
             w += lp.expert_weight_bytes_per_expert * consts.experts_per_rank / consts.expert_tensor_shards
             w += lp.shared_expert_weight_bytes / tp
             if eplb_redundant > 0:
-                eplb += (lp.count * lp.expert_weight_bytes_per_expert * eplb_redundant
-                         / max(layout.expert_width, 1) / consts.expert_tensor_shards)
+                eplb += (
+                    lp.count
+                    * lp.expert_weight_bytes_per_expert
+                    * eplb_redundant
+                    / max(layout.expert_width, 1)
+                    / consts.expert_tensor_shards
+                )
         weights += lp.count * w
     g = graph.global_
     # Embedding tables are not quantized: held at 16 bits unless the checkpoint is wider.
@@ -95,8 +108,11 @@ def fixed_memory(
     prefix = f"activation_buffer_count_{family}_"
     n = snap_declared_width(min(layout.tp, 8), _declared(coeffs, prefix))
     buffers = _need(coeffs, f"{prefix}{n}rank")
-    widths = [lp.primary.q_heads * lp.primary.head_dim for lp in plan.layers
-              if lp.primary is not None and lp.primary.kind not in LATENT_KINDS]
+    widths = [
+        lp.primary.q_heads * lp.primary.head_dim
+        for lp in plan.layers
+        if lp.primary is not None and lp.primary.kind not in LATENT_KINDS
+    ]
     if any(lp.primary is not None and lp.primary.kind in LATENT_KINDS for lp in plan.layers):
         widths.append(g.hidden_size)
     width = max(widths) if widths else g.hidden_size

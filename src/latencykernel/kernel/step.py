@@ -8,11 +8,16 @@ All terms are per rank, in seconds. ``price_step`` returns the five resource tot
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
+from latencykernel.kernel.constants import StepConstants
 from latencykernel.plan import LATENT_KINDS, LayerPlan
 from latencykernel.price.attention import (
-    causal_flops_per_qk_dim, decode_read_tokens, pcp_causal_flops_per_qk_dim, pcp_local_tokens, pcp_rank_chunks,
+    causal_flops_per_qk_dim,
+    decode_read_tokens,
+    pcp_causal_flops_per_qk_dim,
+    pcp_local_tokens,
+    pcp_rank_chunks,
     windowed_causal_flops_per_qk_dim,
 )
 from latencykernel.price.collective import collective_time_s
@@ -21,7 +26,6 @@ from latencykernel.price.host import graph_dispatch_s
 from latencykernel.price.ramp import efficiency, shape_efficiency
 from latencykernel.resolve.context import dcp_rank_tokens, dcp_shards_kv
 from latencykernel.resolve.layout import Group, Op
-from latencykernel.kernel.constants import StepConstants
 
 __all__ = ["price_step", "host_dispatch_s", "SM", "HBM", "NVLINK", "NIC", "HOST"]
 
@@ -37,8 +41,9 @@ def host_dispatch_s(c: StepConstants, scheduled: Sequence[int], tokens: int) -> 
     mode = c.graph_decode if uniform else c.graph_other
     if tokens > c.capture_tokens:
         mode = "eager"
-    return graph_dispatch_s(mode, c.host_replay_s, c.host_eager_per_layer_s, c.plan.piecewise_segments,
-                            c.plan.total_layers)
+    return graph_dispatch_s(
+        mode, c.host_replay_s, c.host_eager_per_layer_s, c.plan.piecewise_segments, c.plan.total_layers
+    )
 
 
 def _charge(c: StepConstants, op: Op, group: Group, nbytes: float, acc: list[float]) -> None:
@@ -47,14 +52,16 @@ def _charge(c: StepConstants, op: Op, group: Group, nbytes: float, acc: list[flo
         acc[NVLINK] = math.inf
         return
     if cost.crosses_nodes:
-        acc[NIC] += collective_time_s(nbytes * cost.span, cost.transition_bytes_per_s, cost.peak_bytes_per_s,
-                                      cost.floor_s)
+        acc[NIC] += collective_time_s(
+            nbytes * cost.span, cost.transition_bytes_per_s, cost.peak_bytes_per_s, cost.floor_s
+        )
     else:
         acc[NVLINK] += collective_time_s(nbytes, cost.transition_bytes_per_s, cost.peak_bytes_per_s, cost.floor_s)
 
 
-def _decode_kv_tokens(c: StepConstants, kind: str, index_topk: int, window: int, compress_ratio: int,
-                      contexts: list[int]) -> float:
+def _decode_kv_tokens(
+    c: StepConstants, kind: str, index_topk: int, window: int, compress_ratio: int, contexts: list[int]
+) -> float:
     """Cached tokens one layer's primary decode attention reads on the busiest rank, summed
     over decodes, or −1 when no per-request bound applies (the caller uses the raw sum).
 
@@ -217,9 +224,11 @@ def price_step(
             # slice (vLLM splits each expert's matrices over TP). Kept from the Go kernel,
             # where dividing scored worse end to end; see docs/divergences.md.
             routed_flops += routed_per_rank * lp.expert_flops_per_token_per_expert * c.moe_imbalance / dp_slice
-            routed_bytes += (lp.expert_weight_bytes_per_expert / c.expert_tensor_shards
-                             * experts_touched(int(routed_tokens + 0.5), c.total_experts, lp.top_k,
-                                               c.experts_per_rank))
+            routed_bytes += (
+                lp.expert_weight_bytes_per_expert
+                / c.expert_tensor_shards
+                * experts_touched(int(routed_tokens + 0.5), c.total_experts, lp.top_k, c.experts_per_rank)
+            )
             flops += T * lp.shared_expert_flops_per_token / tp
             weight_bytes += lp.shared_expert_weight_bytes / tp
 
@@ -240,8 +249,15 @@ def price_step(
                 layer_causal = max(windowed_causal_flops_per_qk_dim(rc, a.window) for rc in rank_chunks)
             else:
                 layer_causal = causal
-            if (n_decode > 0 and n_prefill > 0 and a.kind not in LATENT_KINDS and c.dcp <= 1
-                    and not c.nvfp4_native and rate > 0 and c.prefill_scale > 0):
+            if (
+                n_decode > 0
+                and n_prefill > 0
+                and a.kind not in LATENT_KINDS
+                and c.dcp <= 1
+                and not c.nvfp4_native
+                and rate > 0
+                and c.prefill_scale > 0
+            ):
                 # FlashAttention runs a mixed batch as one varlen launch: keep the larger floor.
                 if floor < c.prefill_floor_s:
                     attn_hbm -= floor
@@ -250,15 +266,21 @@ def price_step(
             if n_prefill > 0:
                 if c.prefill_scale > 0:
                     scale = ramp * c.prefill_scale
-                    attn_sm += c.prefill_floor_s + layer_causal * a.q_heads * a.head_dim / tp / (peak * scale) * sm_derate
+                    attn_sm += (
+                        c.prefill_floor_s + layer_causal * a.q_heads * a.head_dim / tp / (peak * scale) * sm_derate
+                    )
                 else:
                     flops += layer_causal * a.q_heads * a.head_dim / tp
             if n_decode > 0:
                 for s2, (f2, r2) in zip((x for x in lp.attentions if not x.holds_kv), c.secondary_pairs[li]):
                     if r2 <= 0 or a.kv_heads * a.head_dim <= 0:
                         continue
-                    per_tok = c.kv_bytes_per_token / max(c.kv_layers, 1) * (s2.kv_heads * s2.head_dim) / (
-                        a.kv_heads * a.head_dim)
+                    per_tok = (
+                        c.kv_bytes_per_token
+                        / max(c.kv_layers, 1)
+                        * (s2.kv_heads * s2.head_dim)
+                        / (a.kv_heads * a.head_dim)
+                    )
                     t2: float = decode_kv_tokens
                     if s2.window > 0:
                         t2 = min(t2, s2.window * n_decode)
@@ -275,8 +297,12 @@ def price_step(
             rf, rr = c.recurrent_by_kind[lp.recurrent_kind]
             recurrent_sm += rf + T / rr
 
-        dense_sm = (flops / (peak * ramp) * sm_derate if flops > 0 else 0.0) + dense_shaped * sm_derate \
-            + recurrent_sm + attn_sm
+        dense_sm = (
+            (flops / (peak * ramp) * sm_derate if flops > 0 else 0.0)
+            + dense_shaped * sm_derate
+            + recurrent_sm
+            + attn_sm
+        )
         dense_hbm = (weight_bytes + kv_bytes + elementwise) / hbm_bw + attn_hbm
         routed_sm = routed_flops / (peak * ramp) * sm_derate if routed_flops > 0 else 0.0
         routed_hbm = routed_bytes / hbm_bw

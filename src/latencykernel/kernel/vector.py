@@ -15,8 +15,9 @@ one by ``step_time`` itself.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -81,8 +82,16 @@ def _non_negative(name: str, a: np.ndarray) -> None:
         raise LatencyKernelError(f"{name} must not be negative; {name}[{i}] is {int(a[i])}")
 
 
-def step_times(kernel: Any, step: Any, scheduled: Any, computed: Any, *, decode_threshold: int,
-               prompt_len: Any = None, sm_budget: int = 0) -> StepTimes:
+def step_times(
+    kernel: Any,
+    step: Any,
+    scheduled: Any,
+    computed: Any,
+    *,
+    decode_threshold: int,
+    prompt_len: Any = None,
+    sm_budget: int = 0,
+) -> StepTimes:
     """See ``Kernel.step_times``."""
     st = _column("step", step)
     s = _column("scheduled", scheduled)
@@ -116,8 +125,9 @@ def step_times(kernel: Any, step: Any, scheduled: Any, computed: Any, *, decode_
         down = np.diff(seg_step) < 0
         if down.any():
             j = int(seg_start[int(np.argmax(down)) + 1])
-            raise LatencyKernelError(f"step must be non-decreasing; step[{j}] is {int(st[j])} after "
-                             f"step[{j - 1}] = {int(st[j - 1])}")
+            raise LatencyKernelError(
+                f"step must be non-decreasing; step[{j}] is {int(st[j])} after step[{j - 1}] = {int(st[j - 1])}"
+            )
     nsteps = int(seg_step[-1]) + 1
     seg_n = np.diff(np.append(seg_start, n))
     gaps = len(seg_step) != nsteps
@@ -171,15 +181,26 @@ def _pow_table(q: float, n: np.ndarray) -> np.ndarray:
     if top <= 1 << 20:
         present = np.flatnonzero(np.bincount(n, minlength=top + 1))
         table = np.zeros(top + 1)
-        table[present] = [q ** k for k in present.tolist()]
+        table[present] = [q**k for k in present.tolist()]
         return table[n]
     u, inv = np.unique(n, return_inverse=True)
-    return np.array([q ** k for k in u.tolist()])[inv]
+    return np.array([q**k for k in u.tolist()])[inv]
 
 
-def _price(fp: FastPlan, st: np.ndarray, s: np.ndarray, c: np.ndarray, T: np.ndarray, sumc: np.ndarray,
-           nreq: np.ndarray, th: int, budget: int, seg_start: np.ndarray, per_step: Any,
-           nsteps: int) -> tuple[tuple[Any, ...], Any]:
+def _price(
+    fp: FastPlan,
+    st: np.ndarray,
+    s: np.ndarray,
+    c: np.ndarray,
+    T: np.ndarray,
+    sumc: np.ndarray,
+    nreq: np.ndarray,
+    th: int,
+    budget: int,
+    seg_start: np.ndarray,
+    per_step: Any,
+    nsteps: int,
+) -> tuple[tuple[Any, ...], Any]:
     """``FastPlan.price`` over arrays of steps: ((sm, hbm, nvlink, nic, host, overlap), the
     steps to price one by one, or None)."""
     empty = T == 0
@@ -257,7 +278,7 @@ def _price(fp: FastPlan, st: np.ndarray, s: np.ndarray, c: np.ndarray, T: np.nda
     p_nv: Any = 0.0
     p_nic: Any = 0.0
     overlap: Any = 0.0
-    for (count, G, R, Wh, Eh, rf, rinv, expert, attn, nv_idx, nic_idx, dcp) in fp.kinds:
+    for count, G, R, Wh, Eh, rf, rinv, expert, attn, nv_idx, nic_idx, dcp in fp.kinds:
         sm = G * Yd + rf + rinv * Tsafe
         hbm = Wh + Eh * Tsafe
         if expert is not None:
@@ -346,8 +367,9 @@ def _dcp_rank_tokens(length: np.ndarray, dcp: int, interleave: int) -> np.ndarra
     return np.where(length <= 0, 0, (length // cyc) * i + np.minimum(length % cyc, i))
 
 
-def _transform(fp: FastPlan, spec: tuple, ctx: np.ndarray, st: np.ndarray, seg_start: np.ndarray,
-               per_step: Any, nsteps: int) -> np.ndarray:
+def _transform(
+    fp: FastPlan, spec: tuple, ctx: np.ndarray, st: np.ndarray, seg_start: np.ndarray, per_step: Any, nsteps: int
+) -> np.ndarray:
     """``fast._transform`` per step: integer reads summed exactly per segment, float reads
     added row after row."""
     law, kind, index_topk, window, ratio, topk = spec

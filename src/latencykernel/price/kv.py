@@ -19,9 +19,7 @@ def kv_heads_per_rank(n_kv_heads: int, tp: int) -> int:
     return max(1, n_kv_heads // tp)
 
 
-def kv_bytes_per_token(
-    n_kv_heads: int, tp: int, head_dim: int, layers: int, dtype_bytes: float, latent: bool
-) -> float:
+def kv_bytes_per_token(n_kv_heads: int, tp: int, head_dim: int, layers: int, dtype_bytes: float, latent: bool) -> float:
     """Bytes of KV cache one token holds on one rank, over every KV-holding layer.
 
     kv_bytes_per_token = tensors · heads_per_rank · head_dim · dtype_bytes · layers

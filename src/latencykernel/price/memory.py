@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from collections.abc import Iterable
 
 __all__ = [
     "mamba2_state_bytes",
@@ -20,8 +20,14 @@ def _per_rank(count: int, tp: int) -> int:
 
 
 def mamba2_state_bytes(
-    intermediate_size: int, n_groups: int, state_size: int, conv_kernel: int, n_heads: int, head_dim: int,
-    state_dtype_bytes: float, tp: int = 1,
+    intermediate_size: int,
+    n_groups: int,
+    state_size: int,
+    conv_kernel: int,
+    n_heads: int,
+    head_dim: int,
+    state_dtype_bytes: float,
+    tp: int = 1,
 ) -> float:
     """One Mamba-2 layer's per-sequence state on one tensor-parallel rank (convolution
     window + SSM state). vLLM splits the mixer over TP: the inner width and heads divide by

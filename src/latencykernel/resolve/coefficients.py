@@ -8,8 +8,9 @@ read in scenario order and entries in file order; the last applicable entry of a
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from latencykernel.errors import RefusedError
 
@@ -123,9 +124,7 @@ class Coefficients:
         return self._measured_widths.get((op, chip_key), [])
 
 
-def resolve_coefficients(
-    sets: Iterable[tuple[str, Iterable[tuple[str, Any]]]], scope: DeploymentScope
-) -> Coefficients:
+def resolve_coefficients(sets: Iterable[tuple[str, Iterable[tuple[str, Any]]]], scope: DeploymentScope) -> Coefficients:
     """Apply the scope to ``(set name, [(entry name, entry)])`` in scenario order."""
     values: dict[str, Resolved] = {}
     set_names: list[str] = []
@@ -133,7 +132,9 @@ def resolve_coefficients(
         set_names.append(set_name)
         for name, entry in entries:
             if _applies(entry.scope, scope):
-                values[name] = Resolved(name, float(entry.value), set_name, entry.method, _scope_label(entry.scope, scope))
+                values[name] = Resolved(
+                    name, float(entry.value), set_name, entry.method, _scope_label(entry.scope, scope)
+                )
     if not values:
         raise RefusedError(
             f"no coefficient in the listed sets ({', '.join(set_names)}) applies to hardware "

@@ -18,7 +18,14 @@ __all__ = [
 
 # Payload bytes per element; the 4-bit formats' per-group scales are not included.
 DTYPE_BYTES: dict[str, float] = {
-    "fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "nvfp4": 0.5, "mxfp4": 0.5, "int4": 0.5,
+    "fp32": 4,
+    "bf16": 2,
+    "fp16": 2,
+    "fp8": 1,
+    "int8": 1,
+    "nvfp4": 0.5,
+    "mxfp4": 0.5,
+    "int4": 0.5,
 }
 # Activations, collectives and norms move bf16 whatever the weights are stored in.
 ACTIVATION_BYTES = 2
@@ -77,12 +84,27 @@ def dtype_fit(dtype: str, bf16_tflops: float, fp8_tflops: float, nvfp4_tflops: f
 
 
 PRICED_CACHE_DTYPES = (
-    "", "auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla",
-    "nvfp4_ds_mla", "nvfp4", "nvfp4_4over6",
+    "",
+    "auto",
+    "float16",
+    "bfloat16",
+    "fp8",
+    "fp8_e4m3",
+    "fp8_e5m2",
+    "fp8_inc",
+    "fp8_ds_mla",
+    "nvfp4_ds_mla",
+    "nvfp4",
+    "nvfp4_4over6",
 )
 UNPRICED_CACHE_DTYPES = (
-    "turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc",
-    "int4_per_token_head", "int8_per_token_head", "fp8_per_token_head",
+    "turboquant_k8v4",
+    "turboquant_4bit_nc",
+    "turboquant_k3v4_nc",
+    "turboquant_3bit_nc",
+    "int4_per_token_head",
+    "int8_per_token_head",
+    "fp8_per_token_head",
 )
 MAMBA_CACHE_DTYPES = ("", "auto", "float32", "float16", "bfloat16")
 

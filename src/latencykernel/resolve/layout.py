@@ -170,16 +170,38 @@ def resolve_layout(
     if requested:
         if tp not in custom_all_reduce_widths:
             custom = False
-            overrides.append(Override("allreduce_backend", "custom", "nccl",
-                                      f"vLLM's custom all-reduce supports tensor-parallel widths "
-                                      f"{sorted(custom_all_reduce_widths)}, not {tp}"))
+            overrides.append(
+                Override(
+                    "allreduce_backend",
+                    "custom",
+                    "nccl",
+                    f"vLLM's custom all-reduce supports tensor-parallel widths "
+                    f"{sorted(custom_all_reduce_widths)}, not {tp}",
+                )
+            )
         elif gpus_per_node > 0 and tp > gpus_per_node and not rack_gpus:
             custom = False
-            overrides.append(Override("allreduce_backend", "custom", "nccl",
-                                      "the tensor-parallel group spans nodes without a multi-node NVLink domain"))
+            overrides.append(
+                Override(
+                    "allreduce_backend",
+                    "custom",
+                    "nccl",
+                    "the tensor-parallel group spans nodes without a multi-node NVLink domain",
+                )
+            )
     return Layout(
-        tp=tp, pp=pp, dp=dp, pcp=pcp_w, dcp=dcp_w, ep_enabled=ep_enabled, expert_width=expert_width,
-        moe_group_width=moe_group_width, gpus_per_node=gpus_per_node, rack_gpus=rack_gpus,
-        sequence_parallel_moe=sp_moe, custom_all_reduce=custom, all2all_backend=backend,
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        pcp=pcp_w,
+        dcp=dcp_w,
+        ep_enabled=ep_enabled,
+        expert_width=expert_width,
+        moe_group_width=moe_group_width,
+        gpus_per_node=gpus_per_node,
+        rack_gpus=rack_gpus,
+        sequence_parallel_moe=sp_moe,
+        custom_all_reduce=custom,
+        all2all_backend=backend,
         overrides=tuple(overrides),
     )

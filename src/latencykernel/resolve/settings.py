@@ -8,9 +8,17 @@ from dataclasses import dataclass, field
 
 from latencykernel.errors import RefusedError
 
-__all__ = ["Assumption", "Assumptions", "GRAPH_MODES", "graph_modes", "default_max_num_seqs",
-           "default_max_num_batched_tokens", "capture_ceiling_tokens", "ENGINE_BEHAVIOUR_VERSION",
-           "ENGINE_BEHAVIOUR_COMMIT"]
+__all__ = [
+    "Assumption",
+    "Assumptions",
+    "GRAPH_MODES",
+    "graph_modes",
+    "default_max_num_seqs",
+    "default_max_num_batched_tokens",
+    "capture_ceiling_tokens",
+    "ENGINE_BEHAVIOUR_VERSION",
+    "ENGINE_BEHAVIOUR_COMMIT",
+]
 
 # The vLLM release whose behaviour the kernel prices, whatever a scenario's engine_version says.
 

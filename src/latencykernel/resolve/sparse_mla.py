@@ -77,8 +77,11 @@ def sparse_mla_backend(
         else:
             order = [("FLASHMLA_SPARSE", flashmla_sparse), ("FLASHINFER_MLA_SPARSE", flashinfer_sm100)]
     else:
-        order = [("FLASH_ATTN_MLA_SPARSE", fa_sparse), ("FLASHMLA_SPARSE", flashmla_sparse),
-                 ("FLASHINFER_MLA_SPARSE_SM90", flashinfer_sm90)]
+        order = [
+            ("FLASH_ATTN_MLA_SPARSE", fa_sparse),
+            ("FLASHMLA_SPARSE", flashmla_sparse),
+            ("FLASHINFER_MLA_SPARSE_SM90", flashinfer_sm90),
+        ]
     for name, accepts in order:
         if accepts():
             layout = c

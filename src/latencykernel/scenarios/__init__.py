@@ -14,6 +14,7 @@ decode questions with the calibrated kernel.
 
 from __future__ import annotations
 
+from latencykernel.scenarios import golden
 from latencykernel.scenarios.bridge import CalibratedDecodeBatch, decode_batch, floor_of
 from latencykernel.scenarios.errors import (
     NotApplicableError,
@@ -26,7 +27,6 @@ from latencykernel.scenarios.kv_decode import KvDecodeBatchScenario, SparseKvDec
 from latencykernel.scenarios.metadata import Formula, evaluate_equation, output
 from latencykernel.scenarios.named import LEFT_OUT, Scenarios
 from latencykernel.scenarios.units import Q_, ureg
-from latencykernel.scenarios import golden
 from latencykernel.scenarios.workloads import KvGeometry, Workload
 
 __all__ = [
@@ -51,4 +51,3 @@ __all__ = [
     "UnknownScenarioError",
     "NotApplicableError",
 ]
-

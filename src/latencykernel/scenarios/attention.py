@@ -4,8 +4,9 @@ smallest ring-attention chunk whose compute hides its K/V transfer."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 import pint
 
@@ -167,44 +168,61 @@ class RingAttentionScenario(Scenario):
     def _validate(self) -> None:
         self._set("accelerator", registry.hardware(self.accelerator, "accelerator"))
         if not isinstance(self.precision, str):
-            raise ScenarioInputError(f"precision={self.precision!r} must be a peak key", argument="precision",
-                                     value=self.precision)
+            raise ScenarioInputError(
+                f"precision={self.precision!r} must be a peak key", argument="precision", value=self.precision
+            )
         self.accelerator.peak(self.precision, argument="precision")
         self._set("local_efficiency", fraction("local_efficiency", self.local_efficiency))
         self._set("element_bytes", as_quantity("element_bytes", self.element_bytes, "B", positive=True))
-        self._set("links", {k: as_quantity(f"links[{k!r}]", v, "B/s", positive=True)
-                            for k, v in mapping("links", self.links).items()})
+        self._set(
+            "links",
+            {k: as_quantity(f"links[{k!r}]", v, "B/s", positive=True) for k, v in mapping("links", self.links).items()},
+        )
 
     def symbols(self) -> dict[str, Any]:
         s = super().symbols()
         s["flops_per_pair"] = Q_(4, "flop/token")  # QKᵀ and AV: two multiply-adds per (query, key) pair per dim
         return s
 
-    @output(equation="{k: 2 * element_bytes * accelerator.peak(precision) * local_efficiency / (flops_per_pair * bw) "
-            "for k, bw in links.items()}", unit="token", returns="mapping")
+    @output(
+        equation="{k: 2 * element_bytes * accelerator.peak(precision) * local_efficiency / (flops_per_pair * bw) "
+        "for k, bw in links.items()}",
+        unit="token",
+        returns="mapping",
+    )
     def min_chunk_tokens(self) -> dict[str, pint.Quantity]:
         """Smallest chunk per link whose compute hides the next chunk's transfer."""
         rate = self.accelerator.peak_flops_per_s(self.precision) * self.local_efficiency
         b = float(self.element_bytes.to("B").magnitude)
-        return {k: quantity(2 * b * rate / (4 * float(bw.to("B/s").magnitude)), "token")
-                for k, bw in self.links.items()}
+        return {
+            k: quantity(2 * b * rate / (4 * float(bw.to("B/s").magnitude)), "token") for k, bw in self.links.items()
+        }
 
 
 @register("AttentionScores4096TokensFp32")
 def _tiling() -> AttentionTilingScenario:
     return AttentionTilingScenario(
-        key="AttentionScores4096TokensFp32", name="One attention head at 4,096 tokens in FP32, in 128 x 128 tiles",
+        key="AttentionScores4096TokensFp32",
+        name="One attention head at 4,096 tokens in FP32, in 128 x 128 tiles",
         description="The score matrix, a tile, 16 heads, and what standard and FlashAttention store per head.",
-        seq_len=4096, head_dim=64, tile=128, heads=16, bytes_per_value=Q_(4, "B"),
+        seq_len=4096,
+        head_dim=64,
+        tile=128,
+        heads=16,
+        bytes_per_value=Q_(4, "B"),
     )
 
 
 @register("H100RingAttentionChunk")
 def _ring() -> RingAttentionScenario:
     return RingAttentionScenario(
-        key="H100RingAttentionChunk", name="Ring attention chunk size on H100",
+        key="H100RingAttentionChunk",
+        name="Ring attention chunk size on H100",
         description="FP16 keys and values at half the dense FP16 peak, over NVLink or one NDR port.",
         sources=("accelerator: NVIDIA H100 as mlsysim 0.3.0 records it (989 TFLOP/s dense FP16)",),
-        accelerator=Hardware.recorded("H100"), precision="fp16_dense", local_efficiency=0.5,
-        element_bytes=Q_(2, "B"), links={"NVLink": Q_(450, "GB/s"), "InfiniBand NDR": Q_(400, "Gbps")},
+        accelerator=Hardware.recorded("H100"),
+        precision="fp16_dense",
+        local_efficiency=0.5,
+        element_bytes=Q_(2, "B"),
+        links={"NVLink": Q_(450, "GB/s"), "InfiniBand NDR": Q_(400, "Gbps")},
     )

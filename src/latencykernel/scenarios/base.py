@@ -109,13 +109,19 @@ class Scenario:
         before = reference.inputs()
         changed = {n: v for n, v in new.inputs().items() if n in before and not _same(v, before[n])}
         base = origin or self.name or type(self).__name__
-        text: dict[str, Any] = {"name": reference.name, "description": reference.description,
-                                "sources": reference.sources}
+        text: dict[str, Any] = {
+            "name": reference.name,
+            "description": reference.description,
+            "sources": reference.sources,
+        }
         if changed:
             label = ", ".join(f"{n}={_shown(v)}" for n, v in changed.items())
             text["name"] = f"variant of {base} (changed: {label})"
-            text["description"] = (f"{base} with {label}; as stated for {base}'s own inputs: {reference.description}"
-                                   if reference.description else f"{base} with {label}.")
+            text["description"] = (
+                f"{base} with {label}; as stated for {base}'s own inputs: {reference.description}"
+                if reference.description
+                else f"{base} with {label}."
+            )
             kept = tuple(s for s in reference.sources if not _names_any(s, changed))
             added = tuple(f"{n}: {v.source}" for n, v in changed.items() if isinstance(getattr(v, "source", None), str))
             text["sources"] = kept + added

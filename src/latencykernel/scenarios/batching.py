@@ -16,7 +16,7 @@ from latencykernel.scenarios.units import Q_, as_quantity, int_list, nonnegative
 __all__ = ["BatchingKneeScenario"]
 
 
-def _samples(s: "BatchingKneeScenario") -> list[dict[str, Any]]:
+def _samples(s: BatchingKneeScenario) -> list[dict[str, Any]]:
     return [{"batch_size": b} for b in (s.batch_sizes or (1, 8, 64))]
 
 
@@ -44,8 +44,8 @@ class BatchingKneeScenario(Scenario):
     )
 
     examples: ClassVar[tuple[str, ...]] = (
-        'from latencykernel.scenarios import Scenarios',
-        's = Scenarios.LlmDecodeBatchingKnee',
+        "from latencykernel.scenarios import Scenarios",
+        "s = Scenarios.LlmDecodeBatchingKnee",
         "s.knee, f'{s.throughput(80):.1f~P}', s.throughput_share(80)",
     )
 
@@ -96,21 +96,54 @@ class BatchingKneeScenario(Scenario):
         return b * self._tr / s  # type: ignore[attr-defined,no-any-return]
 
 
-def _knee(key: str, name: str, description: str, t0: Any, tr: Any, batches: tuple[int, ...] = (),
-          sources: tuple[str, ...] = ()) -> BatchingKneeScenario:
-    return BatchingKneeScenario(key=key, name=name, description=description, sources=sources, fixed_time=t0,
-                                per_request_time=tr, batch_sizes=batches)
+def _knee(
+    key: str,
+    name: str,
+    description: str,
+    t0: Any,
+    tr: Any,
+    batches: tuple[int, ...] = (),
+    sources: tuple[str, ...] = (),
+) -> BatchingKneeScenario:
+    return BatchingKneeScenario(
+        key=key,
+        name=name,
+        description=description,
+        sources=sources,
+        fixed_time=t0,
+        per_request_time=tr,
+        batch_sizes=batches,
+    )
 
 
-register("LlmDecodeBatchingKnee")(lambda: _knee(
-    "LlmDecodeBatchingKnee", "LLM decode batch: 40 ms fixed, 0.5 ms per sequence",
-    "About 40 ms streams a 70B model's FP16 weights through one H100's HBM (Llama3_70B_DecodeH100); 0.5 ms reads "
-    "one sequence's own KV state.", Q_(40, "ms"), Q_(0.5, "ms")))
-register("ResNet50EagerFp16BatchingH100")(lambda: _knee(
-    "ResNet50EagerFp16BatchingH100", "ResNet-50 eager FP16 batches on one H100",
-    "Fixed cost per pass (kernel issue, per-kernel floor, one weight read) plus device work per image, from the "
-    "shared ResNet-50 H100 profile.", Q_(3.495257929552239, "ms"), Q_(32.861476238624874, "µs"), (1, 8, 32, 128),
-    ("fixed_time and per_request_time as mlsysim's ResNet-50 H100 profile states them",)))
-register("VisionBatchingKnee")(lambda: _knee(
-    "VisionBatchingKnee", "Vision batch: 2 ms fixed, 1 ms per image",
-    "A compute-bound vision model whose fixed cost per batch is small.", Q_(2, "ms"), Q_(1, "ms")))
+register("LlmDecodeBatchingKnee")(
+    lambda: _knee(
+        "LlmDecodeBatchingKnee",
+        "LLM decode batch: 40 ms fixed, 0.5 ms per sequence",
+        "About 40 ms streams a 70B model's FP16 weights through one H100's HBM (Llama3_70B_DecodeH100); 0.5 ms reads "
+        "one sequence's own KV state.",
+        Q_(40, "ms"),
+        Q_(0.5, "ms"),
+    )
+)
+register("ResNet50EagerFp16BatchingH100")(
+    lambda: _knee(
+        "ResNet50EagerFp16BatchingH100",
+        "ResNet-50 eager FP16 batches on one H100",
+        "Fixed cost per pass (kernel issue, per-kernel floor, one weight read) plus device work per image, from the "
+        "shared ResNet-50 H100 profile.",
+        Q_(3.495257929552239, "ms"),
+        Q_(32.861476238624874, "µs"),
+        (1, 8, 32, 128),
+        ("fixed_time and per_request_time as mlsysim's ResNet-50 H100 profile states them",),
+    )
+)
+register("VisionBatchingKnee")(
+    lambda: _knee(
+        "VisionBatchingKnee",
+        "Vision batch: 2 ms fixed, 1 ms per image",
+        "A compute-bound vision model whose fixed cost per batch is small.",
+        Q_(2, "ms"),
+        Q_(1, "ms"),
+    )
+)

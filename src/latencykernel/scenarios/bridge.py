@@ -29,11 +29,11 @@ from latencykernel.scenarios.units import Q_, as_quantity, count, int_list, nonn
 __all__ = ["CalibratedDecodeBatch", "decode_batch", "floor_of"]
 
 
-def _batch_samples(s: "CalibratedDecodeBatch") -> list[dict[str, Any]]:
+def _batch_samples(s: CalibratedDecodeBatch) -> list[dict[str, Any]]:
     return [{"batch_size": b} for b in s.batch_sizes]
 
 
-def _tpot_samples(_s: "CalibratedDecodeBatch") -> list[dict[str, Any]]:
+def _tpot_samples(_s: CalibratedDecodeBatch) -> list[dict[str, Any]]:
     return [{"tpot": Q_(t, "ms")} for t in TPOT_SAMPLES]
 
 
@@ -170,8 +170,12 @@ class CalibratedDecodeBatch(Scenario):
         """Calibrated time of one decode step: compute, memory, collectives and host time."""
         return quantity(self._step_s(batch_size), "s", "ms")
 
-    @output(equation="batch_size / step_time(batch_size)", unit="1/s", samples=_batch_samples,
-            assumptions=("one output token per sequence per step",))
+    @output(
+        equation="batch_size / step_time(batch_size)",
+        unit="1/s",
+        samples=_batch_samples,
+        assumptions=("one output token per sequence per step",),
+    )
     def token_rate(self, batch_size: int) -> pint.Quantity:
         """Aggregate output tokens per second at the calibrated step time."""
         b = nonnegative_int("batch_size", batch_size)
@@ -210,8 +214,11 @@ class CalibratedDecodeBatch(Scenario):
         b = nonnegative_int("batch_size", batch_size)
         return self._step_s(b) / float(self.floor.step_time(b).to("s").magnitude)
 
-    @output(equation="str(kernel.step_time(Batch.decode(batch_size, context_tokens, decode_threshold)).bottleneck)",
-            returns="text", samples=_batch_samples)
+    @output(
+        equation="str(kernel.step_time(Batch.decode(batch_size, context_tokens, decode_threshold)).bottleneck)",
+        returns="text",
+        samples=_batch_samples,
+    )
     def bottleneck(self, batch_size: int) -> str:
         """The resource with the largest share of the calibrated step."""
         return str(self.estimate(batch_size).bottleneck)

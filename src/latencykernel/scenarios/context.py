@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -38,9 +37,9 @@ class ContextGrowthScenario(Scenario):
     )
 
     examples: ClassVar[tuple[str, ...]] = (
-        'from latencykernel.scenarios import Scenarios',
-        's = Scenarios.BertWindowToFourK',
-        's.ratio, s.score_ratio',
+        "from latencykernel.scenarios import Scenarios",
+        "s = Scenarios.BertWindowToFourK",
+        "s.ratio, s.score_ratio",
     )
 
     def _validate(self) -> None:
@@ -81,8 +80,8 @@ class ContextAdmissionScenario(Scenario):
     )
 
     examples: ClassVar[tuple[str, ...]] = (
-        'from latencykernel.scenarios import Scenarios',
-        's = Scenarios.MultimodalContextAdmission',
+        "from latencykernel.scenarios import Scenarios",
+        "s = Scenarios.MultimodalContextAdmission",
         "s.admitted, f'{s.excess:~P}'",
     )
 
@@ -124,13 +123,17 @@ class ContextAdmissionScenario(Scenario):
 
 def _growth(key: str, tokens: int, name: str) -> ContextGrowthScenario:
     return ContextGrowthScenario(
-        key=key, name=name, description="Score memory grows with the square of the length ratio.", base_tokens=512,
+        key=key,
+        name=name,
+        description="Score memory grows with the square of the length ratio.",
+        base_tokens=512,
         tokens=tokens,
     )
 
 
-register("BertWindowToFourK")(functools.partial(
-    _growth, "BertWindowToFourK", 4096, "BERT's 512 learned positions against a 4,096-token input"))
+register("BertWindowToFourK")(
+    functools.partial(_growth, "BertWindowToFourK", 4096, "BERT's 512 learned positions against a 4,096-token input")
+)
 register("BertWindowToOneK")(functools.partial(_growth, "BertWindowToOneK", 1024, "BERT's window doubled"))
 register("BertWindowToTwoK")(functools.partial(_growth, "BertWindowToTwoK", 2048, "BERT's window quadrupled"))
 
@@ -138,8 +141,12 @@ register("BertWindowToTwoK")(functools.partial(_growth, "BertWindowToTwoK", 2048
 @register("MultimodalContextAdmission")
 def _mm() -> ContextAdmissionScenario:
     return ContextAdmissionScenario(
-        key="MultimodalContextAdmission", name="Text request plus a screenshot against an 8,192-token window",
+        key="MultimodalContextAdmission",
+        name="Text request plus a screenshot against an 8,192-token window",
         description="A 6,000-token serialized text request with 1,024 tokens reserved for the reply; the vision front "
-        "end charges 2,048 positions for the image.", window=8192, output_reserve=1024, text_tokens=6000,
+        "end charges 2,048 positions for the image.",
+        window=8192,
+        output_reserve=1024,
+        text_tokens=6000,
         image_tokens=2048,
     )

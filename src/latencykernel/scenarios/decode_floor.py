@@ -8,10 +8,10 @@ against FLOPs over peak). ``ModelCallScenario``, ``StreamCancelScenario`` and
 from __future__ import annotations
 
 import functools
-
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 import pint
 
@@ -155,7 +155,9 @@ class DecodeScenario(Scenario):
     def attainable_flops(self) -> pint.Quantity:
         """Roofline rate: the peak, or bandwidth times intensity when that is lower."""
         i = self._flops() / (self.workload.n_parameters * self._wb / self.tp_size)  # type: ignore[attr-defined]
-        return Q_(min(self.hardware.peak_flops_per_s(self.peak_precision), self.hardware.bandwidth_bytes_per_s * i), "flop/s")
+        return Q_(
+            min(self.hardware.peak_flops_per_s(self.peak_precision), self.hardware.bandwidth_bytes_per_s * i), "flop/s"
+        )
 
     @output(equation="attainable_flops / hardware.peak(peak_precision)", returns="float")
     def peak_fraction(self) -> float:
@@ -198,7 +200,9 @@ class ModelCallScenario(Scenario):
         _NO_OVERHEAD,
     )
     inputs_doc: ClassVar[tuple[InputDoc, ...]] = (
-        InputDoc("floors", "DecodeScenario", "batch-one floors (compute_time per prompt token, memory_time per output token)"),
+        InputDoc(
+            "floors", "DecodeScenario", "batch-one floors (compute_time per prompt token, memory_time per output token)"
+        ),
         InputDoc("prompt_tokens", "int [tokens]", "prompt length"),
         InputDoc("output_tokens", "int [tokens]", "reply length"),
         InputDoc("instruction_tokens", "int [tokens]", "added format instructions"),
@@ -208,26 +212,31 @@ class ModelCallScenario(Scenario):
     )
 
     examples: ClassVar[tuple[str, ...]] = (
-        'from latencykernel.scenarios import Scenarios',
-        'c = Scenarios.CodingAgentWholeFileEdit',
+        "from latencykernel.scenarios import Scenarios",
+        "c = Scenarios.CodingAgentWholeFileEdit",
         "print(f'{c.prefill_time:.3f~P}', f'{c.decode_time:.2f~P}', f'{c.deadline_margin:.3f}')",
     )
 
     def _validate(self) -> None:
         if not isinstance(self.floors, DecodeScenario):
-            raise ScenarioInputError(f"floors={self.floors!r} must be a DecodeScenario", argument="floors", value=self.floors)
+            raise ScenarioInputError(
+                f"floors={self.floors!r} must be a DecodeScenario", argument="floors", value=self.floors
+            )
         for name in ("prompt_tokens", "output_tokens", "instruction_tokens", "shared_prefix_tokens"):
             self._set(name, count(name, getattr(self, name), "token"))
         if self.shared_prefix_tokens > self.prompt_tokens + self.instruction_tokens:
             raise ScenarioInputError(
-                f"shared_prefix_tokens={self.shared_prefix_tokens} exceeds the prompt", argument="shared_prefix_tokens",
+                f"shared_prefix_tokens={self.shared_prefix_tokens} exceeds the prompt",
+                argument="shared_prefix_tokens",
                 value=self.shared_prefix_tokens,
             )
         if self.deadline is not None:
             self._set("deadline", as_quantity("deadline", self.deadline, "s", positive=True))
         if self.stage_success is not None:
-            stages = {k: fraction(f"stage_success[{k!r}]", v, low_open=False)
-                      for k, v in mapping("stage_success", self.stage_success).items()}
+            stages = {
+                k: fraction(f"stage_success[{k!r}]", v, low_open=False)
+                for k, v in mapping("stage_success", self.stage_success).items()
+            }
             self._set("stage_success", stages)
 
     def symbols(self) -> dict[str, Any]:
@@ -275,8 +284,11 @@ class ModelCallScenario(Scenario):
         t = self._prefill_s() + self._decode_s()
         return self._decode_s() / t if t else 0.0
 
-    @output(equation="(total_prompt_tokens - shared_prefix_tokens) * per_token * floors.compute_time", unit="s",
-            assumptions=("a cached prefix is served without compute",))
+    @output(
+        equation="(total_prompt_tokens - shared_prefix_tokens) * per_token * floors.compute_time",
+        unit="s",
+        assumptions=("a cached prefix is served without compute",),
+    )
     def fresh_prefill_time(self) -> pint.Quantity:
         """Prefill of the prompt tokens a prefix cache would not serve."""
         fresh = self.prompt_tokens + self.instruction_tokens - self.shared_prefix_tokens
@@ -294,8 +306,7 @@ class ModelCallScenario(Scenario):
             raise NotApplicableError("deadline_margin needs the input deadline")
         return float(self.deadline.to("s").magnitude) / (self._prefill_s() + self._decode_s())
 
-    @output(equation="product(stage_success.values())", returns="float",
-            assumptions=("stages pass independently",))
+    @output(equation="product(stage_success.values())", returns="float", assumptions=("stages pass independently",))
     def acceptance(self) -> float:
         """Probability the call's result passes every stage."""
         if self.stage_success is None:
@@ -313,7 +324,9 @@ class StreamCancelScenario(Scenario):
 
     family: ClassVar[str] = "decode_floor"
     mlsysim_type: ClassVar[str | None] = "StreamCancelScenario"
-    summary: ClassVar[str] = "Decode time an honoured cancel saves: the steps left after the rejection, at the memory floor."
+    summary: ClassVar[str] = (
+        "Decode time an honoured cancel saves: the steps left after the rejection, at the memory floor."
+    )
     equation: ClassVar[str] = "saved = (allowance − reject_step)·t_mem"
     assumptions: ClassVar[tuple[str, ...]] = ("each step costs the floors' batch-one memory time",)
     excludes: ClassVar[tuple[str, ...]] = ("KV cache reads", _NO_OVERHEAD)
@@ -324,14 +337,16 @@ class StreamCancelScenario(Scenario):
     )
 
     examples: ClassVar[tuple[str, ...]] = (
-        'from latencykernel.scenarios import Scenarios',
-        's = Scenarios.CanceledStreamDecodeSavings',
+        "from latencykernel.scenarios import Scenarios",
+        "s = Scenarios.CanceledStreamDecodeSavings",
         "s.skipped_steps, f'{s.decode_time_avoided:.1f~P}'",
     )
 
     def _validate(self) -> None:
         if not isinstance(self.floors, DecodeScenario):
-            raise ScenarioInputError(f"floors={self.floors!r} must be a DecodeScenario", argument="floors", value=self.floors)
+            raise ScenarioInputError(
+                f"floors={self.floors!r} must be a DecodeScenario", argument="floors", value=self.floors
+            )
         a = count("output_allowance", self.output_allowance, "token")
         r = count("reject_step", self.reject_step, "token")
         if r > a:
@@ -374,7 +389,7 @@ class ReasoningLatencyScenario(Scenario):
     )
 
     examples: ClassVar[tuple[str, ...]] = (
-        'from latencykernel.scenarios import Scenarios',
+        "from latencykernel.scenarios import Scenarios",
         "f'{Scenarios.ReasoningTokenLatency.reasoning_time:~P}'",
     )
 
@@ -397,72 +412,162 @@ class ReasoningLatencyScenario(Scenario):
 _H100 = "hardware: NVIDIA H100 as mlsysim 0.3.0 records it (3.35 TB/s; 989 TFLOP/s headline dense FP16; 1979 FP8)"
 
 
-def _floor(key: str, name: str, description: str, model: str, precision: str = "fp16", batch: int = 1,
-           peak: str | None = None, tp: int = 1) -> DecodeScenario:
+def _floor(
+    key: str,
+    name: str,
+    description: str,
+    model: str,
+    precision: str = "fp16",
+    batch: int = 1,
+    peak: str | None = None,
+    tp: int = 1,
+) -> DecodeScenario:
     w = Workload.recorded(model)
     return DecodeScenario(
-        key=key, name=name, description=description,
+        key=key,
+        name=name,
+        description=description,
         sources=(f"workload: {w.name} as mlsysim 0.3.0 records it ({w.n_parameters / 1e9:g} B parameters)", _H100),
-        workload=w, hardware=Hardware.recorded("H100"), precision=precision, batch_size=batch, peak_precision=peak,
+        workload=w,
+        hardware=Hardware.recorded("H100"),
+        precision=precision,
+        batch_size=batch,
+        peak_precision=peak,
         tp_size=tp,
     )
 
 
 _DECODES: dict[str, tuple[Any, ...]] = {
     "Gpt2XlDecodeH100": ("GPT-2 XL batch-1 decode on one H100", "FP16 weights streamed once per token.", "GPT2"),
-    "Gpt2XlFp16DecodeOnH100": ("GPT-2 XL batch-one decode step on one H100, FP16",
-                               "Every FP16 weight read once from HBM for each generated token.", "GPT2"),
-    "Llama2_70BDecodeFloorTp8": ("Batch-one decode floor of Llama 2 70B on one 8-way tensor-parallel H100 node",
-                                 "Each GPU streams its FP16 weight shard once per token.", "Llama2_70B", "fp16", 1, None, 8),
-    "Llama2_70B_DecodeH100": ("Llama-2 70B batch-1 decode on one H100",
-                              "The batch-1 decode scenario for the Llama-2 70B serving replica (FP16 weights).", "Llama2_70B"),
-    "Llama2_70B_DecodeTwoH100": ("Llama 2 70B batch-1 decode split across two H100s",
-                                 "140 GB of FP16 weights do not fit one 80 GB H100; each device streams its half per token.",
-                                 "Llama2_70B", "fp16", 1, None, 2),
-    "Llama3_70B_DecodeH100": ("Llama-3 70B batch-1 decode on one H100",
-                              "FP16 weights streamed once per token on one H100-equivalent path (capacity assumed, to "
-                              "isolate arithmetic from weight transfer).", "Llama3_70B"),
-    "Llama3_70B_DecodeH100Batch64": ("Llama-3 70B decode at batch 64 on one H100",
-                                     "The batch-1 decode scenario with 64 requests sharing each weight read, which raises "
-                                     "the weight-only arithmetic intensity 64-fold.", "Llama3_70B", "fp16", 64),
-    "Llama3_70B_Int8DecodeH100": ("Llama-3 70B, 8-bit weights, at batch 1 on one H100",
-                                  "Per-token floors for one unbatched call: compute_time = 2P / FP8 peak is the prefill "
-                                  "floor per prompt token; memory_time = P x 1 byte / HBM bandwidth is the decode floor "
-                                  "per output token.", "Llama3_70B", "int8", 1, "fp8"),
+    "Gpt2XlFp16DecodeOnH100": (
+        "GPT-2 XL batch-one decode step on one H100, FP16",
+        "Every FP16 weight read once from HBM for each generated token.",
+        "GPT2",
+    ),
+    "Llama2_70BDecodeFloorTp8": (
+        "Batch-one decode floor of Llama 2 70B on one 8-way tensor-parallel H100 node",
+        "Each GPU streams its FP16 weight shard once per token.",
+        "Llama2_70B",
+        "fp16",
+        1,
+        None,
+        8,
+    ),
+    "Llama2_70B_DecodeH100": (
+        "Llama-2 70B batch-1 decode on one H100",
+        "The batch-1 decode scenario for the Llama-2 70B serving replica (FP16 weights).",
+        "Llama2_70B",
+    ),
+    "Llama2_70B_DecodeTwoH100": (
+        "Llama 2 70B batch-1 decode split across two H100s",
+        "140 GB of FP16 weights do not fit one 80 GB H100; each device streams its half per token.",
+        "Llama2_70B",
+        "fp16",
+        1,
+        None,
+        2,
+    ),
+    "Llama3_70B_DecodeH100": (
+        "Llama-3 70B batch-1 decode on one H100",
+        "FP16 weights streamed once per token on one H100-equivalent path (capacity assumed, to "
+        "isolate arithmetic from weight transfer).",
+        "Llama3_70B",
+    ),
+    "Llama3_70B_DecodeH100Batch64": (
+        "Llama-3 70B decode at batch 64 on one H100",
+        "The batch-1 decode scenario with 64 requests sharing each weight read, which raises "
+        "the weight-only arithmetic intensity 64-fold.",
+        "Llama3_70B",
+        "fp16",
+        64,
+    ),
+    "Llama3_70B_Int8DecodeH100": (
+        "Llama-3 70B, 8-bit weights, at batch 1 on one H100",
+        "Per-token floors for one unbatched call: compute_time = 2P / FP8 peak is the prefill "
+        "floor per prompt token; memory_time = P x 1 byte / HBM bandwidth is the decode floor "
+        "per output token.",
+        "Llama3_70B",
+        "int8",
+        1,
+        "fp8",
+    ),
 }
 
 for _key, _args in _DECODES.items():
     register(_key)(functools.partial(_floor, _key, *_args))
 
 
-def _call(key: str, name: str, description: str, prompt: int, out: int, instr: int = 0, shared: int = 0,
-          deadline: str | None = None, stages: dict[str, float] | None = None) -> ModelCallScenario:
+def _call(
+    key: str,
+    name: str,
+    description: str,
+    prompt: int,
+    out: int,
+    instr: int = 0,
+    shared: int = 0,
+    deadline: str | None = None,
+    stages: dict[str, float] | None = None,
+) -> ModelCallScenario:
     from latencykernel.scenarios.named import get
 
     return ModelCallScenario(
-        key=key, name=name, description=description,
+        key=key,
+        name=name,
+        description=description,
         sources=("floors: the named scenario Llama3_70B_Int8DecodeH100",),
-        floors=get("Llama3_70B_Int8DecodeH100"), prompt_tokens=prompt, output_tokens=out, instruction_tokens=instr,
-        shared_prefix_tokens=shared, deadline=Q_(deadline) if deadline else None, stage_success=stages,
+        floors=get("Llama3_70B_Int8DecodeH100"),
+        prompt_tokens=prompt,
+        output_tokens=out,
+        instruction_tokens=instr,
+        shared_prefix_tokens=shared,
+        deadline=Q_(deadline) if deadline else None,
+        stage_success=stages,
     )
 
 
 _CALLS: dict[str, tuple[Any, ...]] = {
-    "CodingAgentFirstTurnCall": ("First call of the coding-agent trajectory",
-                                 "The 8,000-token first prompt and a 200-token reply at the 8-bit floors.", 8000, 200),
-    "CodingAgentLocalizedEdit": ("Coding-agent edit returned as a localized edit",
-                                 "The first prompt plus 120 tokens of edit-format instructions; an 80-token edit; 95 "
-                                 "percent apply and 60 percent of those pass the tests.", 8000, 80, 120, 0, "15 s",
-                                 {"applies": 0.95, "passes tests": 0.6}),
-    "CodingAgentWholeFileEdit": ("Coding-agent edit returned as a whole replacement file",
-                                 "The first prompt plus 350 tokens of format instructions; a 1,850-token replacement "
-                                 "file; a 15 s call deadline.", 8000, 1850, 350, 0, "15 s"),
-    "ResumedContextColdPrefill": ("Cold prefill of a 32,768-token resumed context",
-                                  "No prefix state survives the resume; the whole recovered context is prefilled at the "
-                                  "8-bit compute floor before the next reply.", 32768, 0),
-    "SupportAgentTurnCall": ("One support-agent turn at the 8-bit floors",
-                             "The support workload's session context and reply length; the shared policy prefix can be "
-                             "served from cache.", 8192, 150, 0, 6144),
+    "CodingAgentFirstTurnCall": (
+        "First call of the coding-agent trajectory",
+        "The 8,000-token first prompt and a 200-token reply at the 8-bit floors.",
+        8000,
+        200,
+    ),
+    "CodingAgentLocalizedEdit": (
+        "Coding-agent edit returned as a localized edit",
+        "The first prompt plus 120 tokens of edit-format instructions; an 80-token edit; 95 "
+        "percent apply and 60 percent of those pass the tests.",
+        8000,
+        80,
+        120,
+        0,
+        "15 s",
+        {"applies": 0.95, "passes tests": 0.6},
+    ),
+    "CodingAgentWholeFileEdit": (
+        "Coding-agent edit returned as a whole replacement file",
+        "The first prompt plus 350 tokens of format instructions; a 1,850-token replacement "
+        "file; a 15 s call deadline.",
+        8000,
+        1850,
+        350,
+        0,
+        "15 s",
+    ),
+    "ResumedContextColdPrefill": (
+        "Cold prefill of a 32,768-token resumed context",
+        "No prefix state survives the resume; the whole recovered context is prefilled at the "
+        "8-bit compute floor before the next reply.",
+        32768,
+        0,
+    ),
+    "SupportAgentTurnCall": (
+        "One support-agent turn at the 8-bit floors",
+        "The support workload's session context and reply length; the shared policy prefix can be served from cache.",
+        8192,
+        150,
+        0,
+        6144,
+    ),
 }
 
 for _key, _args in _CALLS.items():
@@ -479,14 +584,18 @@ def _canceled_stream() -> StreamCancelScenario:
         description="A stream monitor rejects the reply early; an honored cancel skips the remaining decode steps "
         "at the 8-bit decode floor.",
         sources=("floors: the named scenario Llama3_70B_Int8DecodeH100",),
-        floors=get("Llama3_70B_Int8DecodeH100"), output_allowance=4096, reject_step=96,
+        floors=get("Llama3_70B_Int8DecodeH100"),
+        output_allowance=4096,
+        reject_step=96,
     )
 
 
 @register("ReasoningTokenLatency")
 def _reasoning() -> ReasoningLatencyScenario:
     return ReasoningLatencyScenario(
-        key="ReasoningTokenLatency", name="128 serial reasoning tokens at 100 ms per token",
+        key="ReasoningTokenLatency",
+        name="128 serial reasoning tokens at 100 ms per token",
         description="A round figure per token; the ratio does not depend on it.",
-        per_token_time=Q_(100, "ms"), reasoning_tokens=128,
+        per_token_time=Q_(100, "ms"),
+        reasoning_tokens=128,
     )

@@ -126,22 +126,41 @@ def page(cls: type[Scenario]) -> str:
 def index(classes: list[type[Scenario]]) -> str:
     from latencykernel.scenarios.named import LEFT_OUT, Scenarios, keys
 
-    out = [HEADER, "# Scenario library", "",
-           "First-principles serving numbers with units, equations and what they leave out "
-           "(`latencykernel.scenarios`). Every output carries its equation, assumptions and exclusions as "
-           "metadata (`KvDecodeBatchScenario.step_time.equation`); `latencykernel explain NAME` prints them "
-           "with the values, and these pages are generated from the same records.", "",
-           "## Scenario classes", "", "| class | family | what it models |", "|---|---|---|"]
+    out = [
+        HEADER,
+        "# Scenario library",
+        "",
+        "First-principles serving numbers with units, equations and what they leave out "
+        "(`latencykernel.scenarios`). Every output carries its equation, assumptions and exclusions as "
+        "metadata (`KvDecodeBatchScenario.step_time.equation`); `latencykernel explain NAME` prints them "
+        "with the values, and these pages are generated from the same records.",
+        "",
+        "## Scenario classes",
+        "",
+        "| class | family | what it models |",
+        "|---|---|---|",
+    ]
     for cls in classes:
         out.append(f"| [{cls.__name__}]({cls.__name__}.md) | `{cls.family}` | {_cell(cls.summary)} |")
-    out += ["", f"## Named scenarios ({len(keys())})", "",
-            "Each reproduces mlsysim 0.3.0's recorded values (tests compare them to 1e-6 relative, units included).",
-            "", "| key | class | title |", "|---|---|---|"]
+    out += [
+        "",
+        f"## Named scenarios ({len(keys())})",
+        "",
+        "Each reproduces mlsysim 0.3.0's recorded values (tests compare them to 1e-6 relative, units included).",
+        "",
+        "| key | class | title |",
+        "|---|---|---|",
+    ]
     for k in keys():
         s = Scenarios.get(k)
         out.append(f"| `{k}` | [{type(s).__name__}]({type(s).__name__}.md) | {_cell(s.title)} |")
-    out += ["", f"## mlsysim serving scenarios left out ({len(LEFT_OUT)})", "", "| key | mlsysim type | why |",
-            "|---|---|---|"]
+    out += [
+        "",
+        f"## mlsysim serving scenarios left out ({len(LEFT_OUT)})",
+        "",
+        "| key | mlsysim type | why |",
+        "|---|---|---|",
+    ]
     for k, (t, why) in LEFT_OUT.items():
         out.append(f"| `{k}` | `{t}` | {_cell(why)} |")
     return "\n".join(out).rstrip() + "\n"

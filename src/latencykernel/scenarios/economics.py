@@ -4,8 +4,9 @@ model, serving against training, and energy per token. Money is ``dollar``, ener
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 import pint
 
@@ -70,8 +71,9 @@ class BatchServingCostScenario(Scenario):
 
     def _validate(self) -> None:
         if not isinstance(self.service, BatchingKneeScenario):
-            raise ScenarioInputError(f"service={self.service!r} must be a BatchingKneeScenario", argument="service",
-                                     value=self.service)
+            raise ScenarioInputError(
+                f"service={self.service!r} must be a BatchingKneeScenario", argument="service", value=self.service
+            )
         self._set("price", as_quantity("price", self.price, "dollar/s", nonnegative=True))
         batches = int_list("batch_sizes", self.batch_sizes, minimum=1, unit="sequence")
         if not batches:
@@ -81,8 +83,12 @@ class BatchServingCostScenario(Scenario):
     def _cpm(self, b: int) -> float:
         return _v(self.price, "dollar/s") * _v(self.service.service_time(b), "s") / b * 1e6
 
-    @output(equation="price * service.service_time(batch_size) / batch_size * 1e6", unit="dollar",
-            samples=lambda s: [{"batch_size": b} for b in s.batch_sizes], assumptions=(_SATURATED,))
+    @output(
+        equation="price * service.service_time(batch_size) / batch_size * 1e6",
+        unit="dollar",
+        samples=lambda s: [{"batch_size": b} for b in s.batch_sizes],
+        assumptions=(_SATURATED,),
+    )
     def cost_per_million(self, batch_size: int) -> pint.Quantity:
         """Cost of a million requests at one batch size."""
         return quantity(self._cpm(count("batch_size", batch_size, "sequence", minimum=1)), "dollar")
@@ -95,7 +101,9 @@ class BatchServingCostScenario(Scenario):
     @output(equation="service.service_time(batch_sizes[-1]) - service.service_time(batch_sizes[0])", unit="ms")
     def added_time(self) -> pint.Quantity:
         """Latency the larger batch adds."""
-        return (self.service.service_time(self.batch_sizes[-1]) - self.service.service_time(self.batch_sizes[0])).to("ms")
+        return (self.service.service_time(self.batch_sizes[-1]) - self.service.service_time(self.batch_sizes[0])).to(
+            "ms"
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -129,15 +137,24 @@ class ServingInstanceCostScenario(Scenario):
     )
 
     def _validate(self) -> None:
-        prices = {k: as_quantity(f"prices[{k!r}]", v, "dollar/s", nonnegative=True)
-                  for k, v in mapping("prices", self.prices).items()}
-        rates = {k: as_quantity(f"rates[{k!r}]", v, "1/s", positive=True) for k, v in mapping("rates", self.rates).items()}
+        prices = {
+            k: as_quantity(f"prices[{k!r}]", v, "dollar/s", nonnegative=True)
+            for k, v in mapping("prices", self.prices).items()
+        }
+        rates = {
+            k: as_quantity(f"rates[{k!r}]", v, "1/s", positive=True) for k, v in mapping("rates", self.rates).items()
+        }
         if set(prices) != set(rates):
-            raise ScenarioInputError("prices and rates must name the same instances", argument="rates", value=sorted(rates))
+            raise ScenarioInputError(
+                "prices and rates must name the same instances", argument="rates", value=sorted(rates)
+            )
         for name in ("small", "large"):
             if text(name, getattr(self, name), "an instance name") not in prices:
-                raise ScenarioInputError(f"{name}={getattr(self, name)!r} is not among {sorted(prices)}", argument=name,
-                                         value=getattr(self, name))
+                raise ScenarioInputError(
+                    f"{name}={getattr(self, name)!r} is not among {sorted(prices)}",
+                    argument=name,
+                    value=getattr(self, name),
+                )
         self._set("prices", prices)
         self._set("rates", rates)
 
@@ -146,7 +163,9 @@ class ServingInstanceCostScenario(Scenario):
             raise ScenarioInputError(f"name={name!r} is not among {sorted(self.prices)}", argument="name", value=name)
         return name
 
-    @output(equation="prices[name] / rates[name] * 1e6", unit="dollar", samples=lambda s: [{"name": n} for n in s.prices])
+    @output(
+        equation="prices[name] / rates[name] * 1e6", unit="dollar", samples=lambda s: [{"name": n} for n in s.prices]
+    )
     def cost_per_million(self, name: str) -> pint.Quantity:
         """Cost of a million requests on one instance."""
         n = self._name(name)
@@ -195,7 +214,9 @@ class ServingTaxScenario(Scenario):
 
     family: ClassVar[str] = "economics"
     mlsysim_type: ClassVar[str | None] = "ServingTaxScenario"
-    summary: ClassVar[str] = "Routing, network, serialization and queueing share what the model leaves of a latency target."
+    summary: ClassVar[str] = (
+        "Routing, network, serialization and queueing share what the model leaves of a latency target."
+    )
     equation: ClassVar[str] = "outside = target − model; exchanges cost n · [t_low, t_high]"
     assumptions: ClassVar[tuple[str, ...]] = ("exchanges run one after another",)
     excludes: ClassVar[tuple[str, ...]] = ("queueing variance",)
@@ -245,7 +266,9 @@ class ServingCostScenario(Scenario):
 
     family: ClassVar[str] = "economics"
     mlsysim_type: ClassVar[str | None] = "ServingCostScenario"
-    summary: ClassVar[str] = "A year of serving usually costs more than training: when serving overtakes training, and what an efficiency gain saves."
+    summary: ClassVar[str] = (
+        "A year of serving usually costs more than training: when serving overtakes training, and what an efficiency gain saves."
+    )
     equation: ClassVar[str] = "annual = users · requests/day · days · cost/request; crossover = training / daily cost"
     assumptions: ClassVar[tuple[str, ...]] = ("constant traffic and cost per request",)
     excludes: ClassVar[tuple[str, ...]] = ("traffic growth", "retraining")
@@ -374,7 +397,9 @@ class TokenEnergyScenario(Scenario):
 
     family: ClassVar[str] = "economics"
     mlsysim_type: ClassVar[str | None] = "TokenEnergyScenario"
-    summary: ClassVar[str] = "Energy per token is power over token rate: a poorly used accelerator still draws most of its power."
+    summary: ClassVar[str] = (
+        "Energy per token is power over token rate: a poorly used accelerator still draws most of its power."
+    )
     equation: ClassVar[str] = "J/token = (P_accelerator + P_host) / (requests · rate per request)"
     assumptions: ClassVar[tuple[str, ...]] = ("steady power at each load",)
     excludes: ClassVar[tuple[str, ...]] = ("facility overhead (PUE)", "prefill energy")
@@ -447,8 +472,11 @@ class TokenEnergyScenario(Scenario):
         """How much more energy a poorly used token costs."""
         return (self._power(True) / (self._rate() * self.low_use_fraction)) / (self._power(False) / self._rate())
 
-    @output(equation="(low_use_power if low_use else node_power) / token_rate", unit="J",
-            samples=lambda s: [{"token_rate": Q_(r, "1/s"), "low_use": u} for r in (100.0, 1000.0) for u in (False, True)])
+    @output(
+        equation="(low_use_power if low_use else node_power) / token_rate",
+        unit="J",
+        samples=lambda s: [{"token_rate": Q_(r, "1/s"), "low_use": u} for r in (100.0, 1000.0) for u in (False, True)],
+    )
     def energy_per_token(self, token_rate: Any, low_use: bool = False) -> pint.Quantity:
         """Energy per token at any token rate, at the well-used or poorly used power."""
         rate = _v(as_quantity("token_rate", token_rate, "1/s", positive=True), "1/s")
@@ -461,10 +489,13 @@ def _batch_cost() -> BatchServingCostScenario:
     from latencykernel.scenarios.named import get
 
     return BatchServingCostScenario(
-        key="ResNet50BatchOneVersusEightCostH100", name="ResNet-50 on one rented H100 at batch 1 and batch 8",
+        key="ResNet50BatchOneVersusEightCostH100",
+        name="ResNet-50 on one rented H100 at batch 1 and batch 8",
         description="Cost per million requests when the accelerator serves one image per pass or eight.",
         sources=("service: the named scenario ResNet50EagerFp16BatchingH100",),
-        service=get("ResNet50EagerFp16BatchingH100"), price=Q_(4, "dollar/h"), batch_sizes=(1, 8),
+        service=get("ResNet50EagerFp16BatchingH100"),
+        price=Q_(4, "dollar/h"),
+        batch_sizes=(1, 8),
     )
 
 
@@ -473,23 +504,31 @@ def _instances() -> ServingInstanceCostScenario:
     from latencykernel.scenarios.named import get
 
     return ServingInstanceCostScenario(
-        key="ResNet50CloudInstanceCost", name="ResNet-50 on a CPU instance, a T4 instance, and an H100",
+        key="ResNet50CloudInstanceCost",
+        name="ResNet-50 on a CPU instance, a T4 instance, and an H100",
         description="Hourly prices and saturated image rates; the H100 runs batch 32 of the eager FP16 profile.",
-        sources=("H100 rate: throughput(32) of the named scenario ResNet50EagerFp16BatchingH100",
-                 "CPU and T4 prices and rates as mlsysim states them"),
+        sources=(
+            "H100 rate: throughput(32) of the named scenario ResNet50EagerFp16BatchingH100",
+            "CPU and T4 prices and rates as mlsysim states them",
+        ),
         prices={"CPU": Q_(0.17, "dollar/h"), "T4": Q_(0.53, "dollar/h"), "H100": Q_(4, "dollar/h")},
         rates={"CPU": Q_(50, "1/s"), "T4": Q_(400, "1/s"), "H100": get("ResNet50EagerFp16BatchingH100").throughput(32)},
-        small="T4", large="H100",
+        small="T4",
+        large="H100",
     )
 
 
 @register("InteractiveRequestServingTax")
 def _tax() -> ServingTaxScenario:
     return ServingTaxScenario(
-        key="InteractiveRequestServingTax", name="A 100 ms interactive request with 70 ms of model execution",
+        key="InteractiveRequestServingTax",
+        name="A 100 ms interactive request with 70 ms of model execution",
         description="Everything outside the model (routing, network, serialization, coordination, queueing) shares "
         "what is left; four sequential exchanges of 50 to 500 us.",
-        latency_target=Q_(100, "ms"), model_time=Q_(70, "ms"), exchanges=4, exchange_low=Q_(50, "µs"),
+        latency_target=Q_(100, "ms"),
+        model_time=Q_(70, "ms"),
+        exchanges=4,
+        exchange_low=Q_(50, "µs"),
         exchange_high=Q_(500, "µs"),
     )
 
@@ -497,21 +536,28 @@ def _tax() -> ServingTaxScenario:
 @register("LlmServingFirstYear")
 def _first_year() -> ServingCostScenario:
     return ServingCostScenario(
-        key="LlmServingFirstYear", name="A 70B model trained once, then served for a year",
+        key="LlmServingFirstYear",
+        name="A 70B model trained once, then served for a year",
         description="One million daily users send 50 requests each at an assumed tenth of a cent per request; "
         "training cost $2M once.",
-        training_cost=Q_(2e6, "dollar"), daily_users=1_000_000, requests_per_user_per_day=50,
-        cost_per_request=Q_(0.001, "dollar"), efficiency_gain=0.1, days_per_year=365,
+        training_cost=Q_(2e6, "dollar"),
+        daily_users=1_000_000,
+        requests_per_user_per_day=50,
+        cost_per_request=Q_(0.001, "dollar"),
+        efficiency_gain=0.1,
+        days_per_year=365,
     )
 
 
 @register("TenMillionQueriesAgainstLab64Training")
 def _crossover() -> ServingCrossoverScenario:
     return ServingCrossoverScenario(
-        key="TenMillionQueriesAgainstLab64Training", name="Ten million queries a day against the 64-A100 training run",
+        key="TenMillionQueriesAgainstLab64Training",
+        name="Ten million queries a day against the 64-A100 training run",
         description="Days of serving at 1 Wh per query that equal the lab run's facility energy.",
         sources=("one_time_energy: the 64-A100 lab run's facility energy, as mlsysim states it",),
-        one_time_energy=Q_(13.246464000000001, "MWh"), requests_per_day=Q_(1e7, "1/day"),
+        one_time_energy=Q_(13.246464000000001, "MWh"),
+        requests_per_day=Q_(1e7, "1/day"),
         energy_per_request=Q_(0.001, "kWh"),
     )
 
@@ -519,9 +565,15 @@ def _crossover() -> ServingCrossoverScenario:
 @register("H100ChatEnergyPerToken")
 def _energy() -> TokenEnergyScenario:
     return TokenEnergyScenario(
-        key="H100ChatEnergyPerToken", name="Energy per generated token of an H100 chat service, well used and poorly used",
+        key="H100ChatEnergyPerToken",
+        name="Energy per generated token of an H100 chat service, well used and poorly used",
         description="The H100 at its TDP plus a 300 W host share, 114 requests at 8 tokens per second each; at 10 "
         "percent of that rate the GPU still draws 300 W.",
-        accelerator_power=Q_(700, "W"), host_power=Q_(300, "W"), low_use_accelerator_power=Q_(300, "W"),
-        concurrent_requests=114, per_request_rate=Q_(8, "1/s"), response_tokens=500, low_use_fraction=0.1,
+        accelerator_power=Q_(700, "W"),
+        host_power=Q_(300, "W"),
+        low_use_accelerator_power=Q_(300, "W"),
+        concurrent_requests=114,
+        per_request_rate=Q_(8, "1/s"),
+        response_tokens=500,
+        low_use_fraction=0.1,
     )

@@ -56,7 +56,9 @@ class ExpertWeightTrafficScenario(Scenario):
                 f"workload={self.workload.name} routes no experts", argument="workload", value=self.workload.name
             )
         self._set("dense_parameters", as_quantity("dense_parameters", self.dense_parameters, "param", positive=True))
-        self._set("bytes_per_param", as_quantity("bytes_per_param", self.bytes_per_param, "B", per="param", positive=True))
+        self._set(
+            "bytes_per_param", as_quantity("bytes_per_param", self.bytes_per_param, "B", per="param", positive=True)
+        )
 
     def _b(self) -> float:
         return float(self.bytes_per_param.to("B/param").magnitude)
@@ -101,9 +103,12 @@ class ExpertWeightTrafficScenario(Scenario):
 @register("DeepSeekV3WeightTraffic")
 def _dsv3() -> ExpertWeightTrafficScenario:
     return ExpertWeightTrafficScenario(
-        key="DeepSeekV3WeightTraffic", name="DeepSeek-V3 weight bytes against a dense 400B model, FP16",
+        key="DeepSeekV3WeightTraffic",
+        name="DeepSeek-V3 weight bytes against a dense 400B model, FP16",
         description="All experts resident against the active parameters one token reads, beside a dense model that "
         "reads every weight each step. Payload counts, not latencies.",
         sources=("workload: DeepSeek-V3 as mlsysim 0.3.0 records it (671 B total, 37 B active, 256 experts, top 8)",),
-        workload=Workload.recorded("DeepSeek_V3"), dense_parameters=Q_(400, "Bparam"), bytes_per_param=Q_(2, "B"),
+        workload=Workload.recorded("DeepSeek_V3"),
+        dense_parameters=Q_(400, "Bparam"),
+        bytes_per_param=Q_(2, "B"),
     )

@@ -72,9 +72,7 @@ class Report:
 
     def as_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
-        d["formulas"] = [
-            {k: v for k, v in dataclasses.asdict(f).items() if k != "samples"} for f in self.formulas
-        ]
+        d["formulas"] = [{k: v for k, v in dataclasses.asdict(f).items() if k != "samples"} for f in self.formulas]
         return d
 
 
@@ -143,7 +141,8 @@ def side_by_side(calibrated: Any) -> Comparison:
         for b in calibrated.batch_sizes
     )
     tpot = tuple(
-        (f"{t:g} ms", floor.max_batch_within(Q_(t, "ms")), calibrated.max_batch_within(Q_(t, "ms"))) for t in TPOT_SAMPLES
+        (f"{t:g} ms", floor.max_batch_within(Q_(t, "ms")), calibrated.max_batch_within(Q_(t, "ms")))
+        for t in TPOT_SAMPLES
     )
     return Comparison(
         deployment=repr(calibrated.kernel),

@@ -98,7 +98,7 @@ class Hardware:
 
     # ---------------------------------------------------------------- constructors
     @classmethod
-    def catalog(cls, chip_name: str, repos: Any = None, *, setting: str = "hardware") -> "Hardware":
+    def catalog(cls, chip_name: str, repos: Any = None, *, setting: str = "hardware") -> Hardware:
         """The shared catalog's chip ``chip_name`` (``h100``, ``b200``, ...); ``setting`` is
         the input a missing chip's error names."""
         from latencykernel.documents.chip import load_chip  # lazy: the catalog layer
@@ -109,7 +109,7 @@ class Hardware:
         return cls.from_chip(chip, catalog_name=chip_name)
 
     @classmethod
-    def from_chip(cls, chip: "Chip", catalog_name: str | None = None) -> "Hardware":
+    def from_chip(cls, chip: Chip, catalog_name: str | None = None) -> Hardware:
         """Adapt a validated catalog ``Chip`` document.
 
         Keys: ``bf16_dense`` and ``fp16_dense`` are ``TFlopsPeak`` (the datasheet's dense
@@ -137,7 +137,7 @@ class Hardware:
         )
 
     @classmethod
-    def recorded(cls, key: str) -> "Hardware":
+    def recorded(cls, key: str) -> Hardware:
         """The device mlsysim 0.3.0 registers as ``Hardware.*.<key>`` (``H100``, ``H200``, ...)."""
         try:
             return RECORDED_HARDWARE[key]

@@ -8,9 +8,8 @@ through the one KV law the kernel sizes its cache with.
 
 from __future__ import annotations
 
-import functools
-
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -63,8 +62,8 @@ class KvAdmissionScenario(Scenario):
     )
 
     examples: ClassVar[tuple[str, ...]] = (
-        'from latencykernel.scenarios import Scenarios',
-        's = Scenarios.Llama3_70BShortContextAdmissionDgxH100',
+        "from latencykernel.scenarios import Scenarios",
+        "s = Scenarios.Llama3_70BShortContextAdmissionDgxH100",
         "s.max_requests, f'{s.context_fit(64):.0f~P}'",
     )
 
@@ -72,9 +71,13 @@ class KvAdmissionScenario(Scenario):
         self._set("workload", registry.workload(self.workload))
         self.workload.require_kv()
         self._set("accelerators", positive_int("accelerators", self.accelerators))
-        self._set("hbm_per_accelerator", as_quantity("hbm_per_accelerator", self.hbm_per_accelerator, "B", positive=True))
-        self._set("weight_bytes_per_param",
-                  as_quantity("weight_bytes_per_param", self.weight_bytes_per_param, "B", per="param", positive=True))
+        self._set(
+            "hbm_per_accelerator", as_quantity("hbm_per_accelerator", self.hbm_per_accelerator, "B", positive=True)
+        )
+        self._set(
+            "weight_bytes_per_param",
+            as_quantity("weight_bytes_per_param", self.weight_bytes_per_param, "B", per="param", positive=True),
+        )
         self._set("reserve", as_quantity("reserve", self.reserve, "B", nonnegative=True))
         self._set("context_tokens", count("context_tokens", self.context_tokens, "token", minimum=1))
         self._set("kv_bytes_per_elem", as_quantity("kv_bytes_per_elem", self.kv_bytes_per_elem, "B", positive=True))
@@ -131,8 +134,11 @@ class KvAdmissionScenario(Scenario):
         """Requests the budget admits (negative: the weights do not fit)."""
         return math.floor(self._budget() / (self._per_token() * self.context_tokens))
 
-    @output(equation="kv_budget / (requests * kv_per_token) * token", unit="token",
-            samples=lambda s: [{"requests": r} for r in (1, 8, 32, 64)])
+    @output(
+        equation="kv_budget / (requests * kv_per_token) * token",
+        unit="token",
+        samples=lambda s: [{"requests": r} for r in (1, 8, 32, 64)],
+    )
     def context_fit(self, requests: int | None = None) -> pint.Quantity:
         """Tokens each of ``requests`` requests can keep (default: the input ``requests``)."""
         if requests is None:
@@ -159,7 +165,9 @@ class PrecisionDividendScenario(Scenario):
 
     family: ClassVar[str] = "kv_admission"
     mlsysim_type: ClassVar[str | None] = "PrecisionDividendScenario"
-    summary: ClassVar[str] = "Lower-precision weights free memory for cache and lower-precision cache shrinks each request: the batch grows by both."
+    summary: ClassVar[str] = (
+        "Lower-precision weights free memory for cache and lower-precision cache shrinks each request: the batch grows by both."
+    )
     equation: ClassVar[str] = "B_max = floor((HBM − P·b_w/tp) / (kv_rank(b_kv)·context)), at base and low precision"
     assumptions: ClassVar[tuple[str, ...]] = (
         _GEOMETRY,
@@ -178,16 +186,18 @@ class PrecisionDividendScenario(Scenario):
     )
 
     examples: ClassVar[tuple[str, ...]] = (
-        'from latencykernel.scenarios import Scenarios',
-        's = Scenarios.Llama2_70BPrecisionDividendGqaTp8',
-        's.max_batch, s.max_batch_low, round(s.dividend, 3)',
+        "from latencykernel.scenarios import Scenarios",
+        "s = Scenarios.Llama2_70BPrecisionDividendGqaTp8",
+        "s.max_batch, s.max_batch_low, round(s.dividend, 3)",
     )
 
     def _validate(self) -> None:
         self._set("workload", registry.workload(self.workload))
         kv = self.workload.require_kv()
         self._set("tp_size", positive_int("tp_size", self.tp_size))
-        self._set("hbm_per_accelerator", as_quantity("hbm_per_accelerator", self.hbm_per_accelerator, "B", positive=True))
+        self._set(
+            "hbm_per_accelerator", as_quantity("hbm_per_accelerator", self.hbm_per_accelerator, "B", positive=True)
+        )
         self._set("context_tokens", count("context_tokens", self.context_tokens, "token", minimum=1))
         if self.kv_heads is not None:
             n = positive_int("kv_heads", self.kv_heads)
@@ -245,14 +255,16 @@ class PrecisionDividendScenario(Scenario):
         """One request's cache over the whole group, low precision."""
         return Q_(self._kv_req(True, 1), "B")
 
-    @output(equation="geometry.kv_bytes_per_token(kv_bytes, tp_size) * context_tokens",
-            unit="B", assumptions=("each rank holds max(1, n_kv // tp) KV heads",))
+    @output(
+        equation="geometry.kv_bytes_per_token(kv_bytes, tp_size) * context_tokens",
+        unit="B",
+        assumptions=("each rank holds max(1, n_kv // tp) KV heads",),
+    )
     def kv_per_request_per_device(self) -> pint.Quantity:
         """One request's cache on one rank, base precision."""
         return Q_(self._kv_req(False, self.tp_size), "B")
 
-    @output(equation="geometry.kv_bytes_per_token(kv_bytes_low, tp_size) * context_tokens",
-            unit="B")
+    @output(equation="geometry.kv_bytes_per_token(kv_bytes_low, tp_size) * context_tokens", unit="B")
     def kv_per_request_per_device_low(self) -> pint.Quantity:
         """One request's cache on one rank, low precision."""
         return Q_(self._kv_req(True, self.tp_size), "B")
@@ -279,13 +291,29 @@ class PrecisionDividendScenario(Scenario):
 
 
 # ---------------------------------------------------------------------------- named scenarios
-def _admission(key: str, name: str, description: str, model: str, n: int, wb: str, reserve: str, ctx: int,
-               requests: int | None = None) -> KvAdmissionScenario:
+def _admission(
+    key: str,
+    name: str,
+    description: str,
+    model: str,
+    n: int,
+    wb: str,
+    reserve: str,
+    ctx: int,
+    requests: int | None = None,
+) -> KvAdmissionScenario:
     return KvAdmissionScenario(
-        key=key, name=name, description=description,
+        key=key,
+        name=name,
+        description=description,
         sources=_rec_src(model) + ("memory: 80 GiB per H100, as mlsysim registers it",),
-        workload=Workload.recorded(model), accelerators=n, hbm_per_accelerator=Q_(80, "GiB"),
-        weight_bytes_per_param=Q_(wb), reserve=Q_(reserve), context_tokens=ctx, kv_bytes_per_elem=Q_(2, "B"),
+        workload=Workload.recorded(model),
+        accelerators=n,
+        hbm_per_accelerator=Q_(80, "GiB"),
+        weight_bytes_per_param=Q_(wb),
+        reserve=Q_(reserve),
+        context_tokens=ctx,
+        kv_bytes_per_elem=Q_(2, "B"),
         requests=requests,
     )
 
@@ -294,23 +322,49 @@ _ADMISSIONS: dict[str, tuple[Any, ...]] = {
     "Llama3_70BAgentContextAdmissionDgxH100": (
         "32,768-token agent requests on the 70B GQA replica (8 H100s)",
         "The repair request's 32,768 retained tokens per request, same replica and reserve.",
-        "Llama3_70B", 8, "2 B", "20 GB", 32768),
+        "Llama3_70B",
+        8,
+        "2 B",
+        "20 GB",
+        32768,
+    ),
     "Llama3_70BInt4KvBudgetH100": (
         "A 70B-class model with 4-bit weights on one H100: the 16-bit cache budget",
         "Llama 3 70B geometry (80 layers, 8 key-value heads of 128); 4-bit weights.",
-        "Llama3_70B", 1, "0.5 B", "0 GB", 8192, 32),
+        "Llama3_70B",
+        1,
+        "0.5 B",
+        "0 GB",
+        8192,
+        32,
+    ),
     "Llama3_70BLongContextAdmissionDgxH100": (
         "128K-token requests on the 70B GQA replica (8 H100s)",
         "FP16 weights and KV cache; HBM at the registered byte capacity, less a 20 GB runtime reserve.",
-        "Llama3_70B", 8, "2 B", "20 GB", 131072),
+        "Llama3_70B",
+        8,
+        "2 B",
+        "20 GB",
+        131072,
+    ),
     "Llama3_70BShortContextAdmissionDgxH100": (
         "8,192-token requests on the 70B GQA replica (8 H100s)",
         "A short session of 8,192 retained tokens per request, same replica and reserve.",
-        "Llama3_70B", 8, "2 B", "20 GB", 8192),
+        "Llama3_70B",
+        8,
+        "2 B",
+        "20 GB",
+        8192,
+    ),
     "Llama3_8BFp16ConversationsH100": (
         "Llama 3 8B conversations of 8,192 tokens on one H100, 16-bit weights and cache",
         "The H100's memory after the weights, over each conversation's cache; no runtime reserve.",
-        "Llama3_8B", 1, "2 B", "0 GB", 8192),
+        "Llama3_8B",
+        1,
+        "2 B",
+        "0 GB",
+        8192,
+    ),
 }
 
 for _key, _args in _ADMISSIONS.items():
@@ -319,18 +373,33 @@ for _key, _args in _ADMISSIONS.items():
 
 def _dividend(key: str, name: str, description: str, kv_heads: int) -> PrecisionDividendScenario:
     return PrecisionDividendScenario(
-        key=key, name=name, description=description,
+        key=key,
+        name=name,
+        description=description,
         sources=_rec_src("Llama2_70B") + ("memory: a decimal 80 GB per GPU, as the scenario states its budget",),
-        workload=Workload.recorded("Llama2_70B"), tp_size=8, hbm_per_accelerator=Q_(80, "GB"), context_tokens=4096,
+        workload=Workload.recorded("Llama2_70B"),
+        tp_size=8,
+        hbm_per_accelerator=Q_(80, "GB"),
+        context_tokens=4096,
         kv_heads=kv_heads,
     )
 
 
-register("Llama2_70BPrecisionDividendGqaTp8")(lambda: _dividend(
-    "Llama2_70BPrecisionDividendGqaTp8", "Precision dividend of a 70B GQA model on 8 H100s",
-    "INT4 weights and an INT8 KV cache against FP16 for both, at a 4,096-token context, with a decimal 80 GB "
-    "budget per GPU.", 8))
-register("Llama2_70BPrecisionDividendMhaTp8")(lambda: _dividend(
-    "Llama2_70BPrecisionDividendMhaTp8", "Precision dividend of the same 70B model with 64-head attention",
-    "INT4 weights and an INT8 KV cache against FP16 for both, at a 4,096-token context, with a decimal 80 GB "
-    "budget per GPU.", 64))
+register("Llama2_70BPrecisionDividendGqaTp8")(
+    lambda: _dividend(
+        "Llama2_70BPrecisionDividendGqaTp8",
+        "Precision dividend of a 70B GQA model on 8 H100s",
+        "INT4 weights and an INT8 KV cache against FP16 for both, at a 4,096-token context, with a decimal 80 GB "
+        "budget per GPU.",
+        8,
+    )
+)
+register("Llama2_70BPrecisionDividendMhaTp8")(
+    lambda: _dividend(
+        "Llama2_70BPrecisionDividendMhaTp8",
+        "Precision dividend of the same 70B model with 64-head attention",
+        "INT4 weights and an INT8 KV cache against FP16 for both, at a 4,096-token context, with a decimal 80 GB "
+        "budget per GPU.",
+        64,
+    )
+)

@@ -38,11 +38,11 @@ __all__ = ["KvDecodeBatchScenario", "SparseKvDecodeBatchScenario", "TPOT_SAMPLES
 TPOT_SAMPLES: tuple[float, ...] = (1.0, 5.0, 20.0, 50.0, 100.0)  # ms
 
 
-def _batch_samples(s: "KvDecodeBatchScenario") -> list[dict[str, Any]]:
+def _batch_samples(s: KvDecodeBatchScenario) -> list[dict[str, Any]]:
     return [{"batch_size": b} for b in s.batch_sizes]
 
 
-def _tpot_samples(_s: "KvDecodeBatchScenario") -> list[dict[str, Any]]:
+def _tpot_samples(_s: KvDecodeBatchScenario) -> list[dict[str, Any]]:
     return [{"tpot": Q_(t, "ms")} for t in TPOT_SAMPLES]
 
 
@@ -189,9 +189,7 @@ class KvDecodeBatchScenario(Scenario):
     @output(
         equation="workload.kv_bytes_per_token(kv_bytes_per_value) * token",
         unit="B",
-        assumptions=(
-            "the model's real cache geometry: K and V per KV head (MHA/GQA/MQA), one latent vector for MLA",
-        ),
+        assumptions=("the model's real cache geometry: K and V per KV head (MHA/GQA/MQA), one latent vector for MLA",),
         excludes=("paging: a cache allocated in whole blocks holds up to a block more",),
     )
     def kv_per_token(self) -> pint.Quantity:
@@ -227,8 +225,12 @@ class KvDecodeBatchScenario(Scenario):
         """Most full-context sequences whose caches fit beside the weights in device memory (below zero: the weights alone do not fit)."""
         return math.floor((self._cap - self._W) / self._m)  # type: ignore[attr-defined]
 
-    @output(equation="hardware.peak(peak_precision)", unit=None, returns="quantity",
-            assumptions=("the registered peak, with no efficiency adjustment",))
+    @output(
+        equation="hardware.peak(peak_precision)",
+        unit=None,
+        returns="quantity",
+        assumptions=("the registered peak, with no efficiency adjustment",),
+    )
     def peak_rate(self) -> pint.Quantity:
         """The device's stated FLOP/s for peak_precision, taken at face value."""
         return self.hardware.peak(self.peak_precision)
@@ -260,8 +262,12 @@ class KvDecodeBatchScenario(Scenario):
         return quantity(ops / (self._peak() * self.prefill_efficiency), "s", "ms")
 
     # ------------------------------------------------------------------ methods
-    @output(equation="weights + batch_size * kv_per_sequence", unit="GB", samples=_batch_samples,
-            assumptions=(_FULL_CACHE, "weights read once per step"))
+    @output(
+        equation="weights + batch_size * kv_per_sequence",
+        unit="GB",
+        samples=_batch_samples,
+        assumptions=(_FULL_CACHE, "weights read once per step"),
+    )
     def step_bytes(self, batch_size: int) -> pint.Quantity:
         """Bytes one decode step moves (decimal GB): the weights a single time, then each sequence's full cache."""
         return quantity(self._step_bytes(self._b(batch_size)), "B", "GB")
@@ -277,8 +283,12 @@ class KvDecodeBatchScenario(Scenario):
         """Time (ms) to move step_bytes at peak bandwidth; arithmetic and launch overheads are not counted."""
         return quantity(self._step_bytes(self._b(batch_size)) / self._bw, "s", "ms")  # type: ignore[attr-defined]
 
-    @output(equation="batch_size / step_time(batch_size)", unit="1/s", samples=_batch_samples,
-            assumptions=("each sequence emits one token per step",))
+    @output(
+        equation="batch_size / step_time(batch_size)",
+        unit="1/s",
+        samples=_batch_samples,
+        assumptions=("each sequence emits one token per step",),
+    )
     def token_rate(self, batch_size: int) -> pint.Quantity:
         """Batch-wide tokens per second, each sequence emitting one token per floor-length step."""
         b = self._b(batch_size)
@@ -344,10 +354,15 @@ class SparseKvDecodeBatchScenario(KvDecodeBatchScenario):
         self._set("_m_read", kv.bytes_read(self.context_tokens, float(self.kv_bytes_per_value.to("B").magnitude)))
 
     @classmethod
-    def from_scenario(cls, scenario: KvDecodeBatchScenario) -> "SparseKvDecodeBatchScenario":
+    def from_scenario(cls, scenario: KvDecodeBatchScenario) -> SparseKvDecodeBatchScenario:
         """The read-aware variant of a ``KvDecodeBatchScenario``."""
-        return cls(**scenario.inputs(), name=scenario.name, description=scenario.description, sources=scenario.sources,
-                   variant_of=scenario.key or scenario.variant_of)
+        return cls(
+            **scenario.inputs(),
+            name=scenario.name,
+            description=scenario.description,
+            sources=scenario.sources,
+            variant_of=scenario.key or scenario.variant_of,
+        )
 
     def _weights_read(self, b: int) -> float:
         return self.workload.weights_read_parameters(b) * self._bpp  # type: ignore[attr-defined,no-any-return]
@@ -379,14 +394,19 @@ class SparseKvDecodeBatchScenario(KvDecodeBatchScenario):
         """Weight bytes one step reads: the dense part plus the expected distinct routed experts the batch touches."""
         return quantity(self._weights_read(self._b(batch_size)), "B", "GB")
 
-    @output(equation="weights_read(batch_size) + batch_size * kv_read_per_sequence", unit="GB", samples=_batch_samples,
-            assumptions=("only touched experts and attended tokens are read",))
+    @output(
+        equation="weights_read(batch_size) + batch_size * kv_read_per_sequence",
+        unit="GB",
+        samples=_batch_samples,
+        assumptions=("only touched experts and attended tokens are read",),
+    )
     def step_bytes(self, batch_size: int) -> pint.Quantity:
         """Bytes one decode step moves (decimal GB): dense weights, the experts the batch touches, and each sequence's attended cache."""
         return quantity(self._step_bytes(self._b(batch_size)), "B", "GB")
 
-    @output(equation="batch_size * kv_read_per_sequence / step_bytes(batch_size)", returns="float",
-            samples=_batch_samples)
+    @output(
+        equation="batch_size * kv_read_per_sequence / step_bytes(batch_size)", returns="float", samples=_batch_samples
+    )
     def cache_share(self, batch_size: int) -> float:
         """Share of a step's bytes that are cache reads, the rest being weights (touched experts only)."""
         b = self._b(batch_size)

@@ -59,7 +59,7 @@ class KvFootprintScenario(Scenario):
     )
 
     examples: ClassVar[tuple[str, ...]] = (
-        'from latencykernel.scenarios import Scenarios',
+        "from latencykernel.scenarios import Scenarios",
         "s = Scenarios.Gpt2XlKvFullWindow.variant(hardware='H100', kv_share=0.5)",
         "print(f'{s.total:.4f~P}', s.requests)",
     )
@@ -75,7 +75,9 @@ class KvFootprintScenario(Scenario):
             self._set("kv_share", fraction("kv_share", self.kv_share))
         f = self.kv_width_factor
         if isinstance(f, bool) or not isinstance(f, (int, float)) or not f > 0:
-            raise ScenarioInputError(f"kv_width_factor={f!r} must be a positive number", argument="kv_width_factor", value=f)
+            raise ScenarioInputError(
+                f"kv_width_factor={f!r} must be a positive number", argument="kv_width_factor", value=f
+            )
 
     def symbols(self) -> dict[str, Any]:
         s = super().symbols()
@@ -91,8 +93,11 @@ class KvFootprintScenario(Scenario):
             raise NotApplicableError("the cache budget needs the inputs hardware and kv_share")
         return self.hardware.capacity_bytes * self.kv_share
 
-    @output(equation="workload.kv_bytes_per_token(bytes_per_value) * kv_width_factor * token", unit="B",
-            assumptions=(_GEOMETRY,))
+    @output(
+        equation="workload.kv_bytes_per_token(bytes_per_value) * kv_width_factor * token",
+        unit="B",
+        assumptions=(_GEOMETRY,),
+    )
     def per_token(self) -> pint.Quantity:
         """Cache bytes one token holds."""
         return Q_(self._per_token(), "B")
@@ -102,14 +107,20 @@ class KvFootprintScenario(Scenario):
         """Cache bytes of all the kept tokens."""
         return quantity(self._per_token() * self.tokens, "B", "GB")
 
-    @output(equation="workload.parameters * bytes_per_param", unit="GB",
-            assumptions=("weights stored at the same width as the cache",))
+    @output(
+        equation="workload.parameters * bytes_per_param",
+        unit="GB",
+        assumptions=("weights stored at the same width as the cache",),
+    )
     def weights(self) -> pint.Quantity:
         """The model's weights at the same width, for scale."""
         return quantity(self.workload.n_parameters * float(self.bytes_per_value.to("B").magnitude), "B", "GB")
 
-    @output(equation="hardware.memory_capacity * kv_share", unit="GB",
-            assumptions=("the device's registered memory (binary GiB for HBM)",))
+    @output(
+        equation="hardware.memory_capacity * kv_share",
+        unit="GB",
+        assumptions=("the device's registered memory (binary GiB for HBM)",),
+    )
     def kv_budget(self) -> pint.Quantity:
         """The device memory given to the cache."""
         return quantity(self._budget(), "B", "GB")
@@ -152,8 +163,8 @@ class KvAttentionDesignScenario(Scenario):
     )
 
     examples: ClassVar[tuple[str, ...]] = (
-        'from latencykernel.scenarios import Scenarios',
-        's = Scenarios.KvBytesPerTokenByAttentionDesign',
+        "from latencykernel.scenarios import Scenarios",
+        "s = Scenarios.KvBytesPerTokenByAttentionDesign",
         "s.design['DeepSeek-V3'], round(s.mha_over_mla, 2)",
     )
 
@@ -221,7 +232,9 @@ class ContextMemoryCrossingScenario(Scenario):
         "Where the linear KV cache and one layer's quadratic attention scores (all heads, stored whole) "
         "cross the weights and the device memory."
     )
-    equation: ClassVar[str] = "KV(T) = kv·T = W at T = W/kv; scores(T) = H·b·T² = M at T = sqrt(M/(H·b)); equal at T = kv/(H·b)"
+    equation: ClassVar[str] = (
+        "KV(T) = kv·T = W at T = W/kv; scores(T) = H·b·T² = M at T = sqrt(M/(H·b)); equal at T = kv/(H·b)"
+    )
     assumptions: ClassVar[tuple[str, ...]] = (_GEOMETRY, "scores stored whole (no tiled attention)")
     excludes: ClassVar[tuple[str, ...]] = ("FlashAttention-style tiling, which never stores the scores",)
     inputs_doc: ClassVar[tuple[InputDoc, ...]] = (
@@ -231,8 +244,8 @@ class ContextMemoryCrossingScenario(Scenario):
     )
 
     examples: ClassVar[tuple[str, ...]] = (
-        'from latencykernel.scenarios import Scenarios',
-        's = Scenarios.Gpt2XlContextMemoryOnH100',
+        "from latencykernel.scenarios import Scenarios",
+        "s = Scenarios.Gpt2XlContextMemoryOnH100",
         "print(f'{s.kv_crossing:.1f~P}', f'{s.score_crossing:.0f~P}')",
     )
 
@@ -292,18 +305,26 @@ def _rec_src(*keys: str) -> tuple[str, ...]:
 @register("Gpt2XlKvFullWindow")
 def _gpt2_kv() -> KvFootprintScenario:
     return KvFootprintScenario(
-        key="Gpt2XlKvFullWindow", name="GPT-2 XL's FP16 KV cache at its 1,024-token window",
-        description="2 x 48 layers x 1,600 x 2 bytes per kept token.", sources=_rec_src("GPT2"),
-        workload=Workload.recorded("GPT2"), tokens=1024, bytes_per_value=Q_(2, "B"),
+        key="Gpt2XlKvFullWindow",
+        name="GPT-2 XL's FP16 KV cache at its 1,024-token window",
+        description="2 x 48 layers x 1,600 x 2 bytes per kept token.",
+        sources=_rec_src("GPT2"),
+        workload=Workload.recorded("GPT2"),
+        tokens=1024,
+        bytes_per_value=Q_(2, "B"),
     )
 
 
 @register("Llama2_7BKvAt2048Tokens")
 def _llama2_kv() -> KvFootprintScenario:
     return KvFootprintScenario(
-        key="Llama2_7BKvAt2048Tokens", name="Llama 2 7B's FP16 KV cache for one 2,048-token request",
-        description="32 layers, 32 key-value heads of 128, FP16.", sources=_rec_src("Llama2_7B"),
-        workload=Workload.recorded("Llama2_7B"), tokens=2048, bytes_per_value=Q_(2, "B"),
+        key="Llama2_7BKvAt2048Tokens",
+        name="Llama 2 7B's FP16 KV cache for one 2,048-token request",
+        description="32 layers, 32 key-value heads of 128, FP16.",
+        sources=_rec_src("Llama2_7B"),
+        workload=Workload.recorded("Llama2_7B"),
+        tokens=2048,
+        bytes_per_value=Q_(2, "B"),
     )
 
 
@@ -316,8 +337,11 @@ def _design() -> KvAttentionDesignScenario:
         description="Six registry geometries at 16 bits; GPT-3 (MHA), Llama 3 70B (GQA), and DeepSeek-V3 (MLA) as "
         "references, with one 131,072-token session.",
         sources=_rec_src(*keys),
-        models=tuple(Workload.recorded(k) for k in keys), mha=Workload.recorded("GPT3"),
-        gqa=Workload.recorded("Llama3_70B"), mla=Workload.recorded("DeepSeek_V3"), precision="fp16",
+        models=tuple(Workload.recorded(k) for k in keys),
+        mha=Workload.recorded("GPT3"),
+        gqa=Workload.recorded("Llama3_70B"),
+        mla=Workload.recorded("DeepSeek_V3"),
+        precision="fp16",
         session_tokens=131072,
     )
 
@@ -329,7 +353,7 @@ def _crossing() -> ContextMemoryCrossingScenario:
         name="GPT-2 XL's weights, KV cache, and one layer's scores against one H100",
         description="FP16 throughout; where the linear cache and the quadratic scores cross fixed budgets.",
         sources=_rec_src("GPT2") + ("hardware: NVIDIA H100 as mlsysim 0.3.0 records it (80 GiB)",),
-        workload=Workload.recorded("GPT2"), hardware=Hardware.recorded("H100"), bytes_per_value=Q_(2, "B"),
+        workload=Workload.recorded("GPT2"),
+        hardware=Hardware.recorded("H100"),
+        bytes_per_value=Q_(2, "B"),
     )
-
-

@@ -70,10 +70,13 @@ class PausedKvStateScenario(Scenario):
 
     def _validate(self) -> None:
         if not isinstance(self.pool, KvAdmissionScenario):
-            raise ScenarioInputError(f"pool={self.pool!r} must be a KvAdmissionScenario", argument="pool", value=self.pool)
+            raise ScenarioInputError(
+                f"pool={self.pool!r} must be a KvAdmissionScenario", argument="pool", value=self.pool
+            )
         if not isinstance(self.prefill, PrefixRebuildScenario):
-            raise ScenarioInputError(f"prefill={self.prefill!r} must be a PrefixRebuildScenario", argument="prefill",
-                                     value=self.prefill)
+            raise ScenarioInputError(
+                f"prefill={self.prefill!r} must be a PrefixRebuildScenario", argument="prefill", value=self.prefill
+            )
         self._set("context_tokens", count("context_tokens", self.context_tokens, "token", minimum=1))
         self._set("block_tokens", count("block_tokens", self.block_tokens, "token", minimum=1))
         self._set("wait", as_quantity("wait", self.wait, "s", nonnegative=True))
@@ -118,8 +121,11 @@ class PausedKvStateScenario(Scenario):
         """Pages of the paused request."""
         return math.ceil(self.context_tokens / self.block_tokens)
 
-    @output(equation="paged_bytes(context_tokens, block_tokens, pool.kv_per_token)", unit="B",
-            assumptions=("the pool's KV bytes per token, in whole pages (the kernel's paging law)",))
+    @output(
+        equation="paged_bytes(context_tokens, block_tokens, pool.kv_per_token)",
+        unit="B",
+        assumptions=("the pool's KV bytes per token, in whole pages (the kernel's paging law)",),
+    )
     def state(self) -> pint.Quantity:
         """The paused request's cache."""
         return quantity(self.state_bytes(), "B")
@@ -139,8 +145,12 @@ class PausedKvStateScenario(Scenario):
         """Out and back."""
         return quantity(2 * self.state_bytes() / self.link_bytes_per_s(), "s", "ms")
 
-    @output(equation="prefill.workload.flops_per_token * context_tokens / prefill.sustained_rate", unit="s",
-            assumptions=(_RECOMPUTE,), excludes=(_NO_ATTN,))
+    @output(
+        equation="prefill.workload.flops_per_token * context_tokens / prefill.sustained_rate",
+        unit="s",
+        assumptions=(_RECOMPUTE,),
+        excludes=(_NO_ATTN,),
+    )
     def recompute(self) -> pint.Quantity:
         """Dropping the state and prefilling the context again."""
         return quantity(self.recompute_s(), "s")
@@ -150,8 +160,11 @@ class PausedKvStateScenario(Scenario):
         """How much longer recomputing takes than reloading."""
         return self.recompute_s() * self.link_bytes_per_s() / self.state_bytes()
 
-    @output(equation="recompute / (copy_in / link_fraction)", returns="float",
-            assumptions=("a reload gets link_fraction of the links",))
+    @output(
+        equation="recompute / (copy_in / link_fraction)",
+        returns="float",
+        assumptions=("a reload gets link_fraction of the links",),
+    )
     def recompute_over_reload_derated(self) -> float:
         """The same when a reload gets only part of the links."""
         return self.recompute_s() * self.link_bytes_per_s() * self.link_fraction / self.state_bytes()
@@ -223,13 +236,17 @@ class KvResidencyArchetypeScenario(Scenario):
 
     def _validate(self) -> None:
         if not isinstance(self.paused, PausedKvStateScenario):
-            raise ScenarioInputError(f"paused={self.paused!r} must be a PausedKvStateScenario", argument="paused",
-                                     value=self.paused)
+            raise ScenarioInputError(
+                f"paused={self.paused!r} must be a PausedKvStateScenario", argument="paused", value=self.paused
+            )
         self._set("context_tokens", count("context_tokens", self.context_tokens, "token", minimum=1))
         self._set("shared_prefix", count("shared_prefix", self.shared_prefix, "token"))
         if self.shared_prefix >= self.context_tokens:
-            raise ScenarioInputError(f"shared_prefix={self.shared_prefix} must be below context_tokens",
-                                     argument="shared_prefix", value=self.shared_prefix)
+            raise ScenarioInputError(
+                f"shared_prefix={self.shared_prefix} must be below context_tokens",
+                argument="shared_prefix",
+                value=self.shared_prefix,
+            )
         self._set("generation", as_quantity("generation", self.generation, "s", positive=True))
         self._set("wait", as_quantity("wait", self.wait, "s", nonnegative=True))
 
@@ -266,8 +283,11 @@ class KvResidencyArchetypeScenario(Scenario):
         """Requests that fit, each holding its whole context."""
         return self._fits()[0]
 
-    @output(equation="floor((pool.kv_budget - pool.kv_per_token * shared_prefix * per_token) / "
-            "(pool.kv_per_token * (context_tokens - shared_prefix) * per_token))", returns="int")
+    @output(
+        equation="floor((pool.kv_budget - pool.kv_per_token * shared_prefix * per_token) / "
+        "(pool.kv_per_token * (context_tokens - shared_prefix) * per_token))",
+        returns="int",
+    )
     def fit_shared(self) -> int:
         """Requests that fit with the prefix stored once."""
         return self._fits()[1]
@@ -288,8 +308,12 @@ class KvResidencyArchetypeScenario(Scenario):
         """One turn: generation and wait."""
         return quantity(self._g() + self._w(), "s")
 
-    @output(equation="paused.prefill.workload.flops_per_token * context_tokens / paused.prefill.sustained_rate",
-            unit="s", assumptions=(_RECOMPUTE,), excludes=(_NO_ATTN,))
+    @output(
+        equation="paused.prefill.workload.flops_per_token * context_tokens / paused.prefill.sustained_rate",
+        unit="s",
+        assumptions=(_RECOMPUTE,),
+        excludes=(_NO_ATTN,),
+    )
     def recompute(self) -> pint.Quantity:
         """Prefilling the context again."""
         return quantity(self.paused.prefill.linear_s(self.context_tokens), "s")
@@ -330,28 +354,55 @@ def _paused() -> PausedKvStateScenario:
             "prefill: the named scenario InvariantPrefixRebuildDgxH100 (8 H100s, 45 % of peak)",
             "host link: 64 GB/s PCIe Gen5 x16 per H100, as mlsysim 0.3.0 records it",
         ),
-        pool=get("Llama3_70BAgentContextAdmissionDgxH100"), prefill=get("InvariantPrefixRebuildDgxH100"),
-        context_tokens=32768, block_tokens=16, wait=Q_(45, "s"), link_fraction=0.25, returns=32,
+        pool=get("Llama3_70BAgentContextAdmissionDgxH100"),
+        prefill=get("InvariantPrefixRebuildDgxH100"),
+        context_tokens=32768,
+        block_tokens=16,
+        wait=Q_(45, "s"),
+        link_fraction=0.25,
+        returns=32,
     )
 
 
-def _archetype(key: str, name: str, description: str, ctx: int, shared: int, gen: float,
-               wait: float) -> KvResidencyArchetypeScenario:
+def _archetype(
+    key: str, name: str, description: str, ctx: int, shared: int, gen: float, wait: float
+) -> KvResidencyArchetypeScenario:
     from latencykernel.scenarios.named import get
 
     return KvResidencyArchetypeScenario(
-        key=key, name=name, description=description,
+        key=key,
+        name=name,
+        description=description,
         sources=("paused: the named scenario RepairToolWaitPausedState",),
-        paused=get("RepairToolWaitPausedState"), context_tokens=ctx, shared_prefix=shared,
-        generation=Q_(gen, "s"), wait=Q_(wait, "s"),
+        paused=get("RepairToolWaitPausedState"),
+        context_tokens=ctx,
+        shared_prefix=shared,
+        generation=Q_(gen, "s"),
+        wait=Q_(wait, "s"),
     )
 
 
-register("RepairAgentResidency")(lambda: _archetype(
-    "RepairAgentResidency", "Repair agent: sharing only its system prompt and tool schemas, 5 s generation, 45 s test",
-    "The 32,768-token repair context with the support profile's 6,144-token shared prefix (taken to be the same "
-    "length).", 32768, 6144, 5.0, 45.0))
-register("SupportAgentResidency")(lambda: _archetype(
-    "SupportAgentResidency", "Customer-support agent: shared policy prefix, short generation, customer reply wait",
-    "The CustomerOps support profile's session context, shared prefix, generation residence, and customer reply "
-    "time.", 8192, 6144, 2.0, 20.0))
+register("RepairAgentResidency")(
+    lambda: _archetype(
+        "RepairAgentResidency",
+        "Repair agent: sharing only its system prompt and tool schemas, 5 s generation, 45 s test",
+        "The 32,768-token repair context with the support profile's 6,144-token shared prefix (taken to be the same "
+        "length).",
+        32768,
+        6144,
+        5.0,
+        45.0,
+    )
+)
+register("SupportAgentResidency")(
+    lambda: _archetype(
+        "SupportAgentResidency",
+        "Customer-support agent: shared policy prefix, short generation, customer reply wait",
+        "The CustomerOps support profile's session context, shared prefix, generation residence, and customer reply "
+        "time.",
+        8192,
+        6144,
+        2.0,
+        20.0,
+    )
+)

@@ -65,7 +65,9 @@ class KvForkCopyScenario(Scenario):
 
     family: ClassVar[str] = "kv_residency"
     mlsysim_type: ClassVar[str | None] = "KvForkCopyScenario"
-    summary: ClassVar[str] = "Forking candidates from a shared prefix without block sharing copies the prefix's cache once per branch."
+    summary: ClassVar[str] = (
+        "Forking candidates from a shared prefix without block sharing copies the prefix's cache once per branch."
+    )
     equation: ClassVar[str] = "copied = branches · prefix · kv_per_token"
     assumptions: ClassVar[tuple[str, ...]] = ("contiguous allocation: no copy-on-write blocks", _POOL)
     excludes: ClassVar[tuple[str, ...]] = ("the copy's time", "page rounding")
@@ -139,8 +141,11 @@ class PagedAllocationScenario(Scenario):
         self._set("cap", count("cap", self.cap, "token", minimum=1))
         self._set("mean_final", count("mean_final", self.mean_final, "token", minimum=1))
         if self.mean_final >= self.cap:
-            raise ScenarioInputError(f"mean_final={self.mean_final} must be below cap={self.cap}", argument="mean_final",
-                                     value=self.mean_final)
+            raise ScenarioInputError(
+                f"mean_final={self.mean_final} must be below cap={self.cap}",
+                argument="mean_final",
+                value=self.mean_final,
+            )
         self._set("small_block", count("small_block", self.small_block, "token", minimum=1))
         self._set("large_block", count("large_block", self.large_block, "token", minimum=1))
         mu = float(self.mean_final)  # the exponential's mean, so that the capped mean is mean_final
@@ -202,8 +207,11 @@ class PagedAllocationScenario(Scenario):
         """Largest waste of a large page against a reservation."""
         return (self.large_block - 1) / self.cap
 
-    @out(equation="small_block * (1 - exp(-cap / mu)) / (1 - exp(-small_block / mu))", returns="float",
-            assumptions=("capped exponential final lengths",))
+    @out(
+        equation="small_block * (1 - exp(-cap / mu)) / (1 - exp(-small_block / mu))",
+        returns="float",
+        assumptions=("capped exponential final lengths",),
+    )
     def small_allocated_tokens(self) -> float:
         """Expected tokens of small pages a request holds at its final length."""
         return self._allocated(self.small_block)
@@ -265,7 +273,10 @@ class KvBlockSharingScenario(Scenario):
         "fit = floor(usable / blocks(context + output)); shared: floor((usable − common) / private); "
         "rate = fit / residence"
     )
-    assumptions: ClassVar[tuple[str, ...]] = (_POOL, "a request holds its blocks for its generation (and its wait if retained)")
+    assumptions: ClassVar[tuple[str, ...]] = (
+        _POOL,
+        "a request holds its blocks for its generation (and its wait if retained)",
+    )
     excludes: ClassVar[tuple[str, ...]] = ("recompute or reload after a release",)
     inputs_doc: ClassVar[tuple[InputDoc, ...]] = (
         InputDoc("pool", "KvAdmissionScenario", "the replica's cache pool"),
@@ -287,8 +298,9 @@ class KvBlockSharingScenario(Scenario):
             self._set(name, count(name, getattr(self, name), "token"))
         self._set("block_tokens", count("block_tokens", self.block_tokens, "token", minimum=1))
         if self.common % self.block_tokens or self.common > self.context:
-            raise ScenarioInputError(f"common={self.common} must be whole blocks within the context", argument="common",
-                                     value=self.common)
+            raise ScenarioInputError(
+                f"common={self.common} must be whole blocks within the context", argument="common", value=self.common
+            )
         self._set("generation", as_quantity("generation", self.generation, "s", positive=True))
         self._set("wait", as_quantity("wait", self.wait, "s", nonnegative=True))
 
@@ -435,7 +447,12 @@ def _capped() -> PagedAllocationScenario:
         name="Requests capped at 32,768 tokens with a mean final length of 2,048: reserved or paged",
         description="Full-cap contiguous reservation against 16- and 64-token blocks in the same pool; final lengths "
         "capped exponential (a modeling assumption).",
-        sources=(_AGENT_POOL,), pool=_agent_pool(), cap=32768, mean_final=2048, small_block=16, large_block=64,
+        sources=(_AGENT_POOL,),
+        pool=_agent_pool(),
+        cap=32768,
+        mean_final=2048,
+        small_block=16,
+        large_block=64,
     )
 
 
@@ -445,7 +462,10 @@ def _fork() -> KvForkCopyScenario:
         key="ForkedCandidatesPrefixCopy",
         name="Four candidate repairs forked from an 8,192-token prefix without block sharing",
         description="Each candidate copies the prefix's KV state under contiguous allocation.",
-        sources=(_AGENT_POOL,), pool=_agent_pool(), prefix_tokens=8192, branches=4,
+        sources=(_AGENT_POOL,),
+        pool=_agent_pool(),
+        prefix_tokens=8192,
+        branches=4,
     )
 
 
@@ -456,6 +476,13 @@ def _sharing() -> KvBlockSharingScenario:
         name="Repair requests in 16-token blocks: unshared, sharing a workspace prefix, kept or released",
         description="32,768 input and 2,048 output tokens per request, a 24,576-token shareable prefix, 10 percent "
         "headroom, 5 s of generation and a 45 s test per turn.",
-        sources=(_AGENT_POOL,), pool=_agent_pool(), headroom=0.1, context=32768, output=2048, common=24576,
-        block_tokens=16, generation=Q_(5, "s"), wait=Q_(45, "s"),
+        sources=(_AGENT_POOL,),
+        pool=_agent_pool(),
+        headroom=0.1,
+        context=32768,
+        output=2048,
+        common=24576,
+        block_tokens=16,
+        generation=Q_(5, "s"),
+        wait=Q_(45, "s"),
     )

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import inspect
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Generic, Mapping, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 if TYPE_CHECKING:  # pragma: no cover
     from latencykernel.scenarios.base import Scenario
@@ -74,7 +75,7 @@ class Output(Generic[T]):
             raise TypeError(f"output {self.formula.name!r} bound to attribute {name!r}")
 
     @overload
-    def __get__(self, obj: None, owner: type) -> "Output[T]": ...
+    def __get__(self, obj: None, owner: type) -> Output[T]: ...
     @overload
     def __get__(self, obj: object, owner: type) -> Any: ...
     def __get__(self, obj: object | None, owner: type | None = None) -> Any:
@@ -228,7 +229,7 @@ class _Namespace(dict):  # type: ignore[type-arg]
     subclass so that it can serve as ``eval``'s globals (lambdas and comprehensions in an
     equation see it)."""
 
-    def __init__(self, scenario: "Scenario", args: Mapping[str, Any]) -> None:
+    def __init__(self, scenario: Scenario, args: Mapping[str, Any]) -> None:
         super().__init__(args)
         self["__builtins__"] = {}
         self._scenario = scenario
@@ -254,7 +255,7 @@ class _Namespace(dict):  # type: ignore[type-arg]
         raise KeyError(key)
 
 
-def evaluate_equation(scenario: "Scenario", name: str, /, **args: Any) -> Any:
+def evaluate_equation(scenario: Scenario, name: str, /, **args: Any) -> Any:
     """Compute output ``name``'s declared equation with pint, from the scenario's symbols.
 
     Method arguments are given as keywords, in the form the method's symbols expect

@@ -9,7 +9,8 @@ the docs index is generated from both.
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from latencykernel.scenarios.errors import UnknownScenarioError
 

@@ -65,8 +65,8 @@ class PrefixRebuildScenario(Scenario):
     )
 
     examples: ClassVar[tuple[str, ...]] = (
-        'from latencykernel.scenarios import Scenarios',
-        's = Scenarios.InvariantPrefixRebuildDgxH100',
+        "from latencykernel.scenarios import Scenarios",
+        "s = Scenarios.InvariantPrefixRebuildDgxH100",
         "print(f'{s.rebuild_time:.1f~P}', f'{s.weight_read_time:.2f~P}', round(s.rebuild_over_hit, 1))",
     )
 
@@ -77,8 +77,10 @@ class PrefixRebuildScenario(Scenario):
             raise NotApplicableError(f"workload={self.workload.name} states no hidden size")
         self._set("hardware", registry.hardware(self.hardware))
         self._set("accelerators", positive_int("accelerators", self.accelerators))
-        self._set("weight_bytes_per_param",
-                  as_quantity("weight_bytes_per_param", self.weight_bytes_per_param, "B", per="param", positive=True))
+        self._set(
+            "weight_bytes_per_param",
+            as_quantity("weight_bytes_per_param", self.weight_bytes_per_param, "B", per="param", positive=True),
+        )
         self._set("kv_bytes_per_value", as_quantity("kv_bytes_per_value", self.kv_bytes_per_value, "B", positive=True))
         self._set("prefix_tokens", count("prefix_tokens", self.prefix_tokens, "token"))
         self._set("suffix_tokens", count("suffix_tokens", self.suffix_tokens, "token"))
@@ -126,14 +128,20 @@ class PrefixRebuildScenario(Scenario):
         """Linear-layer FLOPs of rebuilding the prefix."""
         return Q_(2.0 * self.workload.n_active_parameters * self.prefix_tokens, "flop")
 
-    @output(equation="flop_per_mac_pair * workload.layers * workload.hidden * prefix_tokens ** 2", unit="flop",
-            assumptions=("causal: each token attends to the ones before it", _HIDDEN_WIDTH))
+    @output(
+        equation="flop_per_mac_pair * workload.layers * workload.hidden * prefix_tokens ** 2",
+        unit="flop",
+        assumptions=("causal: each token attends to the ones before it", _HIDDEN_WIDTH),
+    )
     def attention_ops(self) -> pint.Quantity:
         """Attention FLOPs of rebuilding the prefix (QKᵀ and AV, causal)."""
         return Q_(self._attn_ops(), "flop")
 
-    @output(equation="accelerators * hardware.peak(peak_precision) * utilization", unit="TFLOPs/s",
-            assumptions=(_SUSTAINED,))
+    @output(
+        equation="accelerators * hardware.peak(peak_precision) * utilization",
+        unit="TFLOPs/s",
+        assumptions=(_SUSTAINED,),
+    )
     def sustained_rate(self) -> pint.Quantity:
         """FLOP/s the node sustains in prefill."""
         return quantity(self.rate(), "flop/s", "TFLOPs/s")
@@ -143,14 +151,20 @@ class PrefixRebuildScenario(Scenario):
         """Time a miss spends rebuilding the prefix."""
         return quantity(self._rebuild_s(), "s", "ms")
 
-    @output(equation="workload.parameters * weight_bytes_per_param / (accelerators * hardware.memory_bandwidth)",
-            unit="ms", assumptions=("weights split evenly over the accelerators",))
+    @output(
+        equation="workload.parameters * weight_bytes_per_param / (accelerators * hardware.memory_bandwidth)",
+        unit="ms",
+        assumptions=("weights split evenly over the accelerators",),
+    )
     def weight_read_time(self) -> pint.Quantity:
         """One pass's weight read, the floor of any step."""
         return quantity(self.weight_read_s(), "s", "ms")
 
-    @output(equation="workload.flops_per_token * suffix_tokens / sustained_rate", unit="ms",
-            excludes=("the suffix's attention over the prefix",))
+    @output(
+        equation="workload.flops_per_token * suffix_tokens / sustained_rate",
+        unit="ms",
+        excludes=("the suffix's attention over the prefix",),
+    )
     def suffix_ops_time(self) -> pint.Quantity:
         """Linear FLOPs of the suffix at the sustained rate."""
         return quantity(self.linear_s(self.suffix_tokens), "s", "ms")
@@ -178,7 +192,10 @@ class ChunkedPrefillScenario(Scenario):
         "iteration runs one chunk plus the decodes, no faster than one weight read."
     )
     equation: ClassVar[str] = "gap_whole = 2·P·N/R + T_w; iteration_chunked = max(T_w, 2·P·(chunk + decodes)/R)"
-    assumptions: ClassVar[tuple[str, ...]] = (_SUSTAINED, "an iteration is bound by its linear FLOPs or one weight read")
+    assumptions: ClassVar[tuple[str, ...]] = (
+        _SUSTAINED,
+        "an iteration is bound by its linear FLOPs or one weight read",
+    )
     excludes: ClassVar[tuple[str, ...]] = ("attention FLOPs", "KV cache reads of the decodes", "launch overhead")
     inputs_doc: ClassVar[tuple[InputDoc, ...]] = (
         InputDoc("prompt_tokens", "int [tokens] ≥ 1", "the long prompt"),
@@ -188,8 +205,8 @@ class ChunkedPrefillScenario(Scenario):
     )
 
     examples: ClassVar[tuple[str, ...]] = (
-        'from latencykernel.scenarios import Scenarios',
-        's = Scenarios.ChunkedPrefillAmongDecodes',
+        "from latencykernel.scenarios import Scenarios",
+        "s = Scenarios.ChunkedPrefillAmongDecodes",
         "print(f'{s.monolithic_gap:.1f~P}', f'{s.chunked_iteration:.1f~P}', s.chunks)",
     )
 
@@ -197,8 +214,9 @@ class ChunkedPrefillScenario(Scenario):
         self._set("prompt_tokens", count("prompt_tokens", self.prompt_tokens, "token", minimum=1))
         self._set("chunk_tokens", count("chunk_tokens", self.chunk_tokens, "token", minimum=1))
         if self.prefill is not None and not isinstance(self.prefill, PrefixRebuildScenario):
-            raise ScenarioInputError(f"prefill={self.prefill!r} must be a PrefixRebuildScenario", argument="prefill",
-                                     value=self.prefill)
+            raise ScenarioInputError(
+                f"prefill={self.prefill!r} must be a PrefixRebuildScenario", argument="prefill", value=self.prefill
+            )
         if self.decodes is not None:
             self._set("decodes", count("decodes", self.decodes, "sequence"))
 
@@ -244,8 +262,10 @@ class ChunkedPrefillScenario(Scenario):
         """Chunks the prompt is cut into."""
         return math.ceil(self.prompt_tokens / self.chunk_tokens)
 
-    @output(equation="max(decode_step, prefill.workload.flops_per_token * (chunk_tokens + decode_tokens) / prefill.sustained_rate)",
-            unit="ms")
+    @output(
+        equation="max(decode_step, prefill.workload.flops_per_token * (chunk_tokens + decode_tokens) / prefill.sustained_rate)",
+        unit="ms",
+    )
     def chunked_iteration(self) -> pint.Quantity:
         """One iteration of a chunk plus the decodes (a decode's longest wait)."""
         return quantity(self._iter_s(), "s", "ms")
@@ -270,20 +290,34 @@ _DGX = (
 
 def _rebuild(key: str, prefix: int, name: str) -> PrefixRebuildScenario:
     return PrefixRebuildScenario(
-        key=key, name=name,
+        key=key,
+        name=name,
         description="Llama 3 70B geometry on one DGX H100 node; sustained prefill at 90 percent of the high-MFU "
         "figure (45 percent of 16-bit peak).",
-        sources=_DGX, workload=Workload.recorded("Llama3_70B"), hardware=Hardware.recorded("H100"), accelerators=8,
-        weight_bytes_per_param=Q_(2, "B"), kv_bytes_per_value=Q_(2, "B"), prefix_tokens=prefix, suffix_tokens=32,
+        sources=_DGX,
+        workload=Workload.recorded("Llama3_70B"),
+        hardware=Hardware.recorded("H100"),
+        accelerators=8,
+        weight_bytes_per_param=Q_(2, "B"),
+        kv_bytes_per_value=Q_(2, "B"),
+        prefix_tokens=prefix,
+        suffix_tokens=32,
         utilization=0.45,
     )
 
 
-register("InvariantPrefixRebuildDgxH100")(lambda: _rebuild(
-    "InvariantPrefixRebuildDgxH100", 4096,
-    "A 4,096-token invariant prefix rebuilt on a miss, against a 32-token suffix pass on a hit"))
-register("PrefixCacheProbe2K")(lambda: _rebuild(
-    "PrefixCacheProbe2K", 2048, "A 2,048-token probed prefix: prefill on a miss against a weight-read pass on a hit"))
+register("InvariantPrefixRebuildDgxH100")(
+    lambda: _rebuild(
+        "InvariantPrefixRebuildDgxH100",
+        4096,
+        "A 4,096-token invariant prefix rebuilt on a miss, against a 32-token suffix pass on a hit",
+    )
+)
+register("PrefixCacheProbe2K")(
+    lambda: _rebuild(
+        "PrefixCacheProbe2K", 2048, "A 2,048-token probed prefix: prefill on a miss against a weight-read pass on a hit"
+    )
+)
 
 
 @register("ChunkedPrefillAmongDecodes")
@@ -295,14 +329,19 @@ def _chunked() -> ChunkedPrefillScenario:
         name="A 4,096-token uncached prompt among 32 decodes, whole or in 512-token chunks",
         description="Weight-only step time on the DGX H100 node at the sustained prefill rate.",
         sources=("prefill: the named scenario InvariantPrefixRebuildDgxH100",),
-        prompt_tokens=4096, chunk_tokens=512, prefill=get("InvariantPrefixRebuildDgxH100"), decodes=32,
+        prompt_tokens=4096,
+        chunk_tokens=512,
+        prefill=get("InvariantPrefixRebuildDgxH100"),
+        decodes=32,
     )
 
 
 @register("LongPromptChunkedPrefill")
 def _long_prompt() -> ChunkedPrefillScenario:
     return ChunkedPrefillScenario(
-        key="LongPromptChunkedPrefill", name="A 10,000-token prompt in 512-token chunks",
+        key="LongPromptChunkedPrefill",
+        name="A 10,000-token prompt in 512-token chunks",
         description="Each iteration runs the active streams' decode tokens plus one chunk.",
-        prompt_tokens=10000, chunk_tokens=512,
+        prompt_tokens=10000,
+        chunk_tokens=512,
     )

@@ -167,13 +167,18 @@ class MM1CapacityPlanScenario(Scenario):
         self._set("tail_budget", as_quantity("tail_budget", self.tail_budget, "s", positive=True))
         self._set("peak_rate", as_quantity("peak_rate", self.peak_rate, "1/s", positive=True))
         self._set("headroom", number("headroom", self.headroom, minimum=1))
-        self._set("utilization_points", tuple(fraction(f"utilization_points[{i}]", u, high=0.999999999)
-                                              for i, u in enumerate(items("utilization_points", self.utilization_points,
-                                                                          "utilizations"))))
+        self._set(
+            "utilization_points",
+            tuple(
+                fraction(f"utilization_points[{i}]", u, high=0.999999999)
+                for i, u in enumerate(items("utilization_points", self.utilization_points, "utilizations"))
+            ),
+        )
         self._set("example_utilization", fraction("example_utilization", self.example_utilization, high=0.999999999))
         self._set("batched_rate", as_quantity("batched_rate", self.batched_rate, "1/s", positive=True))
-        self._set("accelerator_price", as_quantity("accelerator_price", self.accelerator_price, "dollar/s",
-                                                   nonnegative=True))
+        self._set(
+            "accelerator_price", as_quantity("accelerator_price", self.accelerator_price, "dollar/s", nonnegative=True)
+        )
 
     def _mu(self) -> float:
         return 1.0 / _s(self.service_time)
@@ -238,8 +243,11 @@ class MM1CapacityPlanScenario(Scenario):
         """Servers at full utilization (no tail budget)."""
         return self._peak() / self._mu()
 
-    @output(equation="ceil(peak_rate / (batched_rate * max_utilization))", returns="int",
-            assumptions=("the batched server keeps the batch-one utilization cap",))
+    @output(
+        equation="ceil(peak_rate / (batched_rate * max_utilization))",
+        returns="int",
+        assumptions=("the batched server keeps the batch-one utilization cap",),
+    )
     def batched_accelerators(self) -> int:
         """Servers when each batches."""
         return self._batched()
@@ -249,23 +257,33 @@ class MM1CapacityPlanScenario(Scenario):
         """Batching servers with headroom."""
         return math.ceil(self._batched() * self.headroom)
 
-    @output(equation="service_time / (1 - utilization)", unit="ms",
-            samples=lambda s: [{"utilization": u} for u in s.utilization_points])
+    @output(
+        equation="service_time / (1 - utilization)",
+        unit="ms",
+        samples=lambda s: [{"utilization": u} for u in s.utilization_points],
+    )
     def time_in_system(self, utilization: float) -> pint.Quantity:
         """Mean time in system at a utilization."""
         u = fraction("utilization", utilization, high=0.999999999)
         return quantity(_s(self.service_time) / (1.0 - u), "s", "ms")
 
-    @output(equation="tail_factor * time_in_system(utilization)", unit="ms",
-            samples=lambda s: [{"utilization": u} for u in s.utilization_points])
+    @output(
+        equation="tail_factor * time_in_system(utilization)",
+        unit="ms",
+        samples=lambda s: [{"utilization": u} for u in s.utilization_points],
+    )
     def tail_time(self, utilization: float) -> pint.Quantity:
         """Tail latency at a utilization."""
         u = fraction("utilization", utilization, high=0.999999999)
         return quantity(self.tail_factor * _s(self.service_time) / (1.0 - u), "s", "ms")
 
-    @output(equation="accelerators * accelerator_price / peak_rate * 1e6", unit="dollar",
-            samples=lambda s: [{"accelerators": n} for n in (s.batched_accelerators_planned, s.accelerators,
-                                                              s.accelerators_planned)])
+    @output(
+        equation="accelerators * accelerator_price / peak_rate * 1e6",
+        unit="dollar",
+        samples=lambda s: [
+            {"accelerators": n} for n in (s.batched_accelerators_planned, s.accelerators, s.accelerators_planned)
+        ],
+    )
     def cost_per_million(self, accelerators: int) -> pint.Quantity:
         """Cost of a million requests at the peak rate on a fleet of ``accelerators``."""
         n = positive_int("accelerators", accelerators)
@@ -286,9 +304,13 @@ def _speedup() -> MM1ServiceSpeedupScenario:
         key="ResNet50FasterModelAt80PctH100",
         name="The batch-one ResNet-50 service at 80 percent load, before and after graph execution",
         description="Eager FP16 against TorchScript (no per-operation Python dispatch) on the same traffic.",
-        sources=("slow_service: service_time(1) of the named scenario ResNet50EagerFp16BatchingH100",
-                 "fast_service: 1.74 ms less, as mlsysim states it"),
-        slow_service=slow, fast_service=Q_(1.7881194057908636, "ms"), utilization=0.8,
+        sources=(
+            "slow_service: service_time(1) of the named scenario ResNet50EagerFp16BatchingH100",
+            "fast_service: 1.74 ms less, as mlsysim states it",
+        ),
+        slow_service=slow,
+        fast_service=Q_(1.7881194057908636, "ms"),
+        utilization=0.8,
     )
 
 
@@ -298,12 +320,22 @@ def _fleet() -> MM1CapacityPlanScenario:
 
     knee = get("ResNet50EagerFp16BatchingH100")
     return MM1CapacityPlanScenario(
-        key="ResNet50FleetPlanH100", name="H100s for 5,000 ResNet-50 requests per second under a 50 ms p99",
+        key="ResNet50FleetPlanH100",
+        name="H100s for 5,000 ResNet-50 requests per second under a 50 ms p99",
         description="Batch-one eager FP16 service; each H100 an M/M/1 server whose p99 is 4.6 times its mean time in "
         "system; 30 percent headroom; re-planned at the batch-32 rate.",
-        sources=("service_time and batched_rate: service_time(1) and throughput(32) of the named scenario "
-                 "ResNet50EagerFp16BatchingH100",),
-        service_time=knee.service_time(1), tail_factor=4.6, tail_quantile=0.99, tail_budget=Q_(50, "ms"),
-        peak_rate=Q_(5000, "1/s"), headroom=1.3, utilization_points=(0.5, 0.7, 0.8, 0.9, 0.95),
-        example_utilization=0.7, batched_rate=knee.throughput(32), accelerator_price=Q_(4, "dollar/h"),
+        sources=(
+            "service_time and batched_rate: service_time(1) and throughput(32) of the named scenario "
+            "ResNet50EagerFp16BatchingH100",
+        ),
+        service_time=knee.service_time(1),
+        tail_factor=4.6,
+        tail_quantile=0.99,
+        tail_budget=Q_(50, "ms"),
+        peak_rate=Q_(5000, "1/s"),
+        headroom=1.3,
+        utilization_points=(0.5, 0.7, 0.8, 0.9, 0.95),
+        example_utilization=0.7,
+        batched_rate=knee.throughput(32),
+        accelerator_price=Q_(4, "dollar/h"),
     )

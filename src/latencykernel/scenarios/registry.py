@@ -24,9 +24,7 @@ def workload(value: Any, argument: str = "workload") -> Workload:
         if value in RECORDED_WORKLOADS:
             return RECORDED_WORKLOADS[value]
         return Workload.catalog(value, setting=argument)
-    raise ScenarioInputError(
-        f"{argument}={value!r} must be a Workload or a model name", argument=argument, value=value
-    )
+    raise ScenarioInputError(f"{argument}={value!r} must be a Workload or a model name", argument=argument, value=value)
 
 
 def hardware(value: Any, argument: str = "hardware") -> Hardware:
@@ -37,6 +35,4 @@ def hardware(value: Any, argument: str = "hardware") -> Hardware:
         if value in RECORDED_HARDWARE:
             return RECORDED_HARDWARE[value]
         return Hardware.catalog(value, setting=argument)
-    raise ScenarioInputError(
-        f"{argument}={value!r} must be a Hardware or a chip name", argument=argument, value=value
-    )
+    raise ScenarioInputError(f"{argument}={value!r} must be a Hardware or a chip name", argument=argument, value=value)

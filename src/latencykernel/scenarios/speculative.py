@@ -37,7 +37,11 @@ class SpeculativeRoundScenario(Scenario):
         "each draft token is accepted independently with the same probability α",
         "verifying K+1 positions costs one target step",
     )
-    excludes: ClassVar[tuple[str, ...]] = ("rejection sampling overhead", "KV cache rollback", "batching with other requests")
+    excludes: ClassVar[tuple[str, ...]] = (
+        "rejection sampling overhead",
+        "KV cache rollback",
+        "batching with other requests",
+    )
     inputs_doc: ClassVar[tuple[InputDoc, ...]] = (
         InputDoc("acceptance", "float in [0, 1]", "probability α a draft token is accepted"),
         InputDoc("draft_length", "int ≥ 1", "draft tokens K per round"),
@@ -47,9 +51,9 @@ class SpeculativeRoundScenario(Scenario):
     )
 
     examples: ClassVar[tuple[str, ...]] = (
-        'from latencykernel.scenarios import Scenarios',
-        's = Scenarios.Gpt2XlSpeculativeGpt2SmallH100',
-        'round(s.expected_tokens, 4), round(s.tpot_gain, 3)',
+        "from latencykernel.scenarios import Scenarios",
+        "s = Scenarios.Gpt2XlSpeculativeGpt2SmallH100",
+        "round(s.expected_tokens, 4), round(s.tpot_gain, 3)",
     )
 
     def _validate(self) -> None:
@@ -59,7 +63,8 @@ class SpeculativeRoundScenario(Scenario):
         if (self.draft_time is None) == (self.draft_step is None):
             raise ScenarioInputError(
                 "give exactly one of draft_time (the whole draft) and draft_step (one draft token)",
-                argument="draft_time", value=self.draft_time,
+                argument="draft_time",
+                value=self.draft_time,
             )
         if self.draft_time is not None:
             self._set("draft_time", as_quantity("draft_time", self.draft_time, "s", nonnegative=True))
@@ -83,8 +88,11 @@ class SpeculativeRoundScenario(Scenario):
         """Time the draft spends proposing one round."""
         return quantity(self._draft_s(), "s", "ms")
 
-    @output(equation="(1 - acceptance ** (draft_length + 1)) / (1 - acceptance)", returns="float",
-            assumptions=("independent acceptance; the round stops at the first rejection and keeps the target's token",))
+    @output(
+        equation="(1 - acceptance ** (draft_length + 1)) / (1 - acceptance)",
+        returns="float",
+        assumptions=("independent acceptance; the round stops at the first rejection and keeps the target's token",),
+    )
     def expected_tokens(self) -> float:
         """Expected tokens one round emits (accepted drafts plus the target's own token)."""
         return self._expected()
@@ -118,7 +126,8 @@ def _gpt2_spec() -> SpeculativeRoundScenario:
             "verify_time: memory_time of the named scenario Gpt2XlDecodeH100",
             "draft_step: the same floor for GPT-2 Small (124 M, as mlsysim records it) on the recorded H100",
         ),
-        acceptance=0.7, draft_length=4,
+        acceptance=0.7,
+        draft_length=4,
         verify_time=get("Gpt2XlDecodeH100").memory_time,
         draft_step=get("Gpt2XlDecodeH100").variant(workload="GPT2_Small").memory_time,
     )
@@ -127,9 +136,13 @@ def _gpt2_spec() -> SpeculativeRoundScenario:
 @register("Llama3_70B_ReplicaSpeculation")
 def _llama_spec() -> SpeculativeRoundScenario:
     return SpeculativeRoundScenario(
-        key="Llama3_70B_ReplicaSpeculation", name="Speculative decoding on the tuned 70B replica step",
+        key="Llama3_70B_ReplicaSpeculation",
+        name="Speculative decoding on the tuned 70B replica step",
         description="A draft proposes 5 tokens in 4 ms; the target verifies them in one tuned step; each candidate "
         "is accepted with probability 0.78.",
         sources=("verify_time: 49.6 ms, the tuned step of mlsysim's Llama3_70B_ReplicaDecodeBudget, as stated",),
-        acceptance=0.78, draft_length=5, draft_time=Q_(4, "ms"), verify_time=Q_(49.599999999999994, "ms"),
+        acceptance=0.78,
+        draft_length=5,
+        draft_time=Q_(4, "ms"),
+        verify_time=Q_(49.599999999999994, "ms"),
     )

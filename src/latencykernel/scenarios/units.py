@@ -144,7 +144,13 @@ def quantity(value_in_base: float, base_unit: str, display_unit: str | None = No
 
 
 def as_quantity(
-    argument: str, value: Any, expected: str, *, per: str | None = None, positive: bool = False, nonnegative: bool = False
+    argument: str,
+    value: Any,
+    expected: str,
+    *,
+    per: str | None = None,
+    positive: bool = False,
+    nonnegative: bool = False,
 ) -> pint.Quantity:
     """``value`` as a Quantity of our registry with the dimension of ``expected``.
 
@@ -206,9 +212,7 @@ def count(argument: str, value: Any, unit: str, *, minimum: int = 0) -> int:
     if isinstance(value, pint.Quantity):
         q = value if value._REGISTRY is ureg else Q_(value.magnitude, str(value.units))
         if q.dimensionality != Q_(1, unit).dimensionality:
-            raise ScenarioInputError(
-                f"{argument}={q:~P} must be a count of {unit}s", argument=argument, value=value
-            )
+            raise ScenarioInputError(f"{argument}={q:~P} must be a count of {unit}s", argument=argument, value=value)
         mag = q.to(unit).magnitude
         if float(mag) != int(mag):
             raise ScenarioInputError(
@@ -243,7 +247,9 @@ def nonnegative_int(argument: str, value: Any) -> int:
     except ImportError:  # pragma: no cover
         pass
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ScenarioInputError(f"{argument}={value!r} must be a whole number (an int)", argument=argument, value=value)
+        raise ScenarioInputError(
+            f"{argument}={value!r} must be a whole number (an int)", argument=argument, value=value
+        )
     if value < 0:
         raise ScenarioInputError(
             f"{argument}={value} is refused: it must not be negative", argument=argument, value=value
@@ -255,7 +261,9 @@ def positive_int(argument: str, value: Any, *, minimum: int = 1) -> int:
     """A plain count (ranks, heads, accelerators), an int of at least ``minimum`` (which may be 0)."""
     v = nonnegative_int(argument, value)
     if v < minimum:
-        raise ScenarioInputError(f"{argument}={v} is refused: it must be at least {minimum}", argument=argument, value=v)
+        raise ScenarioInputError(
+            f"{argument}={v} is refused: it must be at least {minimum}", argument=argument, value=v
+        )
     return v
 
 
@@ -279,14 +287,17 @@ def number(argument: str, value: Any, *, minimum: float | None = None, above: fl
         raise ScenarioInputError(f"{argument}={value!r} must be a number", argument=argument, value=value)
     v = float(value)
     if not math.isfinite(v):
-        raise ScenarioInputError(f"{argument}={value!r} is refused: it must be a finite number",
-                                 argument=argument, value=value)
+        raise ScenarioInputError(
+            f"{argument}={value!r} is refused: it must be a finite number", argument=argument, value=value
+        )
     if minimum is not None and not v >= minimum:
-        raise ScenarioInputError(f"{argument}={value!r} is refused: it must be at least {minimum:g}",
-                                 argument=argument, value=value)
+        raise ScenarioInputError(
+            f"{argument}={value!r} is refused: it must be at least {minimum:g}", argument=argument, value=value
+        )
     if above is not None and not v > above:
-        raise ScenarioInputError(f"{argument}={value!r} is refused: it must be greater than {above:g}",
-                                 argument=argument, value=value)
+        raise ScenarioInputError(
+            f"{argument}={value!r} is refused: it must be greater than {above:g}", argument=argument, value=value
+        )
     return v
 
 
@@ -316,8 +327,9 @@ def int_list(argument: str, value: Any, *, minimum: int = 0, unit: str | None = 
 def mapping(argument: str, value: Any) -> dict[str, Any]:
     """A mapping with string keys, as a dict (values are the caller's to check)."""
     if not isinstance(value, Mapping):
-        raise ScenarioInputError(f"{argument}={value!r} must be a mapping (a dict of name: value)",
-                                 argument=argument, value=value)
+        raise ScenarioInputError(
+            f"{argument}={value!r} must be a mapping (a dict of name: value)", argument=argument, value=value
+        )
     for k in value:
         if not isinstance(k, str):
             raise ScenarioInputError(f"{argument} key {k!r} must be a string", argument=argument, value=value)

@@ -4,7 +4,6 @@ and what a full KV cache and a separate unpack pass add."""
 from __future__ import annotations
 
 import functools
-
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -72,7 +71,9 @@ class WeightReadScenario(Scenario):
         if self.context_tokens is not None:
             self._set("context_tokens", count("context_tokens", self.context_tokens, "token"))
         if self.kv_bytes_per_value is not None:
-            self._set("kv_bytes_per_value", as_quantity("kv_bytes_per_value", self.kv_bytes_per_value, "B", positive=True))
+            self._set(
+                "kv_bytes_per_value", as_quantity("kv_bytes_per_value", self.kv_bytes_per_value, "B", positive=True)
+            )
         if self.unpacked_bytes_per_weight is not None:
             self._set(
                 "unpacked_bytes_per_weight",
@@ -122,8 +123,11 @@ class WeightReadScenario(Scenario):
         """Average DRAM power while the weights stream."""
         return Q_(self._e() * self.hardware.bandwidth_bytes_per_s, "W")
 
-    @output(equation="workload.kv_bytes_per_token(kv_bytes_per_value) * context_tokens", unit="B",
-            assumptions=("the model's real cache geometry",))
+    @output(
+        equation="workload.kv_bytes_per_token(kv_bytes_per_value) * context_tokens",
+        unit="B",
+        assumptions=("the model's real cache geometry",),
+    )
     def kv_cache_bytes(self) -> pint.Quantity:
         """The KV cache one token reads at a full context."""
         return Q_(self._kv(), "B")
@@ -166,14 +170,29 @@ class WeightReadScenario(Scenario):
 _PHONE = "hardware: iPhone 15 Pro (A17 Pro) as mlsysim 0.3.0 records it: 51.2 GB/s LPDDR"
 
 
-def _read(key: str, name: str, description: str, model: str, b: str, ctx: int | None = None, kvb: str | None = None,
-          unpacked: str | None = None, energy: str | None = None) -> WeightReadScenario:
+def _read(
+    key: str,
+    name: str,
+    description: str,
+    model: str,
+    b: str,
+    ctx: int | None = None,
+    kvb: str | None = None,
+    unpacked: str | None = None,
+    energy: str | None = None,
+) -> WeightReadScenario:
     w = Workload.recorded(model)
     return WeightReadScenario(
-        key=key, name=name, description=description,
+        key=key,
+        name=name,
+        description=description,
         sources=(f"workload: {w.name} as mlsysim 0.3.0 records it ({w.n_parameters:.4g} parameters)", _PHONE),
-        workload=w, hardware=Hardware.recorded("iPhone15Pro"), bytes_per_weight=Q_(b),
-        energy_per_byte=Q_(energy) if energy else None, context_tokens=ctx, kv_bytes_per_value=Q_(kvb) if kvb else None,
+        workload=w,
+        hardware=Hardware.recorded("iPhone15Pro"),
+        bytes_per_weight=Q_(b),
+        energy_per_byte=Q_(energy) if energy else None,
+        context_tokens=ctx,
+        kv_bytes_per_value=Q_(kvb) if kvb else None,
         unpacked_bytes_per_weight=Q_(unpacked) if unpacked else None,
     )
 
@@ -181,25 +200,61 @@ def _read(key: str, name: str, description: str, model: str, b: str, ctx: int | 
 _READS: dict[str, tuple[Any, ...]] = {
     "Gpt2XlFp16DecodeFullContextPhone": (
         "GPT-2 XL decoding at a full context, FP16 weights and KV cache, on a flagship phone",
-        "Each batch-one token reads every weight and the whole KV cache.", "GPT2", "2 B", 1024, "2 B"),
-    "Gpt2XlFp16WeightReadPhone": ("GPT-2 XL, FP16 weights read once per token on a flagship phone",
-                                  "Batch-one decoding reads every weight over the phone's LPDDR bus.", "GPT2", "2 B"),
+        "Each batch-one token reads every weight and the whole KV cache.",
+        "GPT2",
+        "2 B",
+        1024,
+        "2 B",
+    ),
+    "Gpt2XlFp16WeightReadPhone": (
+        "GPT-2 XL, FP16 weights read once per token on a flagship phone",
+        "Batch-one decoding reads every weight over the phone's LPDDR bus.",
+        "GPT2",
+        "2 B",
+    ),
     "Gpt2XlInt4DecodeFullContextPhone": (
         "GPT-2 XL decoding at a full context, INT4 weights and an FP16 KV cache, on a flagship phone",
-        "Unpacked to FP16 inside the kernel, or in a separate pass that writes and rereads them.", "GPT2", "0.5 B",
-        1024, "2 B", "2 B"),
-    "Gpt2XlInt4WeightReadPhone": ("GPT-2 XL, INT4 weights read once per token on a flagship phone",
-                                  "Batch-one decoding reads every weight over the phone's LPDDR bus.", "GPT2", "0.5 B"),
+        "Unpacked to FP16 inside the kernel, or in a separate pass that writes and rereads them.",
+        "GPT2",
+        "0.5 B",
+        1024,
+        "2 B",
+        "2 B",
+    ),
+    "Gpt2XlInt4WeightReadPhone": (
+        "GPT-2 XL, INT4 weights read once per token on a flagship phone",
+        "Batch-one decoding reads every weight over the phone's LPDDR bus.",
+        "GPT2",
+        "0.5 B",
+    ),
     "Llama2_7BTokenOnFlagshipPhone": (
         "Llama 2 7B, FP16 weights read once per token on a flagship phone",
         "Batch-one decoding reads every weight over the phone's LPDDR bus; DRAM energy per byte prices the reads.",
-        "Llama2_7B", "2 B", None, None, None, "160 pJ/B"),
-    "MobileNetV2Fp32WeightReadPhone": ("MobileNetV2, FP32 weights read once per frame on a flagship phone",
-                                       "The weight-reading floor of one batch-one frame.", "MobileNetV2", "4 B"),
-    "MobileNetV2Int8WeightReadPhone": ("MobileNetV2, INT8 weights read once per frame on a flagship phone",
-                                       "The weight-reading floor of one batch-one frame.", "MobileNetV2", "1 B"),
-    "ResNet50Fp32WeightReadPhone": ("ResNet-50, FP32 weights read once per image on a flagship phone",
-                                    "The weight-reading floor of one batch-one frame.", "ResNet50", "4 B"),
+        "Llama2_7B",
+        "2 B",
+        None,
+        None,
+        None,
+        "160 pJ/B",
+    ),
+    "MobileNetV2Fp32WeightReadPhone": (
+        "MobileNetV2, FP32 weights read once per frame on a flagship phone",
+        "The weight-reading floor of one batch-one frame.",
+        "MobileNetV2",
+        "4 B",
+    ),
+    "MobileNetV2Int8WeightReadPhone": (
+        "MobileNetV2, INT8 weights read once per frame on a flagship phone",
+        "The weight-reading floor of one batch-one frame.",
+        "MobileNetV2",
+        "1 B",
+    ),
+    "ResNet50Fp32WeightReadPhone": (
+        "ResNet-50, FP32 weights read once per image on a flagship phone",
+        "The weight-reading floor of one batch-one frame.",
+        "ResNet50",
+        "4 B",
+    ),
 }
 
 for _key, _args in _READS.items():

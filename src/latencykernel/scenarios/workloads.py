@@ -179,19 +179,19 @@ class Workload:
         a = self.counted_active_parameters if self.basis == "counted" else self.nominal_active_parameters
         return a if a is not None else self._total()
 
-    def nominal(self) -> "Workload":
+    def nominal(self) -> Workload:
         """This model on its published (nominal) parameter figure."""
         if self.nominal_parameters is None:
             raise NotApplicableError(f"{self.name} declares no nominal parameter figure")
         return dataclasses.replace(self, basis="nominal")
 
-    def counted(self) -> "Workload":
+    def counted(self) -> Workload:
         """This model on the parameters counted from its graph."""
         if self.counted_parameters is None:
             raise NotApplicableError(f"{self.name} has no graph count (figures as recorded only)")
         return dataclasses.replace(self, basis="counted")
 
-    def rank_share(self, tp: int) -> "Workload":
+    def rank_share(self, tp: int) -> Workload:
         """The part of this model one of ``tp`` tensor-parallel ranks holds: parameters / tp
         (every matrix sharded; replicated norms ignored), and max(1, n_kv // tp) KV heads
         (a head is never split; a latent cache is not sharded)."""
@@ -283,7 +283,7 @@ class Workload:
 
     # ---------------------------------------------------------------- constructors
     @classmethod
-    def recorded(cls, key: str) -> "Workload":
+    def recorded(cls, key: str) -> Workload:
         """The model mlsysim 0.3.0 registers as ``Models.*.<key>`` (``GPT2``, ``Llama3_8B``, ...)."""
         try:
             return RECORDED_WORKLOADS[key]
@@ -293,7 +293,7 @@ class Workload:
             ) from None
 
     @classmethod
-    def catalog(cls, model: str, repos: Any = None, *, setting: str = "model") -> "Workload":
+    def catalog(cls, model: str, repos: Any = None, *, setting: str = "model") -> Workload:
         """The shared catalog's model ``model``, counted from its graph; ``setting`` is the
         input a missing model's error names."""
         from latencykernel.derive import counts  # lazy: the catalog layer
@@ -410,26 +410,93 @@ def _mha(layers: int, heads: int, hidden: int) -> KvGeometry:
 # written out in full: head_dim = hidden / heads where mlsysim states no head_dim.
 RECORDED_WORKLOADS: dict[str, Workload] = dict(
     (
-        _rec("Language", "GPT2", "GPT-2 (1.5B)", 1.5e9, 48, _mha(48, 25, 1600), hidden=1600, heads=25,
-             catalog="gpt2-xl", note="GPT-2 XL: mlsysim records the rounded 1.5 B; its graph counts 1.56 B"),
+        _rec(
+            "Language",
+            "GPT2",
+            "GPT-2 (1.5B)",
+            1.5e9,
+            48,
+            _mha(48, 25, 1600),
+            hidden=1600,
+            heads=25,
+            catalog="gpt2-xl",
+            note="GPT-2 XL: mlsysim records the rounded 1.5 B; its graph counts 1.56 B",
+        ),
         _rec("Language", "GPT2_Small", "GPT-2 Small (124M)", 124e6, 12, _mha(12, 12, 768), hidden=768, heads=12),
         _rec("Language", "GPT3", "GPT-3 (175B)", 175e9, 96, _mha(96, 96, 12288), hidden=12288, heads=96),
         _rec("Language", "Llama2_7B", "Llama-2-7B", 7e9, 32, _mha(32, 32, 4096), hidden=4096, heads=32),
-        _rec("Language", "Llama2_70B", "Llama-2-70B", 70e9, 80, KvGeometry("gqa", 8, 128, 80, 64), hidden=8192,
-             heads=64),
-        _rec("Language", "Llama3_8B", "Llama-3.1-8B", 8.03e9, 32, KvGeometry("gqa", 8, 128, 32, 32), hidden=4096,
-             heads=32, catalog="llama-3.1-8b-instruct"),
-        _rec("Language", "Llama3_70B", "Llama-3.1-70B", 70.6e9, 80, KvGeometry("gqa", 8, 128, 80, 64),
-             hidden=8192, heads=64, catalog="llama-3.1-70b-instruct"),
-        _rec("Language", "Llama3_405B", "Llama-3.1-405B", 405e9, 126, KvGeometry("gqa", 8, 128, 126, 128),
-             hidden=16384, heads=128),
-        _rec("Language", "Mixtral_8x7B", "Mixtral-8x7B", 46.7e9, 32, KvGeometry("gqa", 8, 128, 32, 32),
-             active=12.9e9, hidden=4096, heads=32, experts=ExpertGeometry(8, 2), catalog="mixtral-8x7b-v0.1"),
-        _rec("Language", "DeepSeek_V3", "DeepSeek-V3", 671e9, 61, KvGeometry("mla", 1, 576, 61, 128),
-             active=37e9, hidden=7168, heads=128, experts=ExpertGeometry(256, 8), catalog="deepseek-v3",
-             note="MLA latent 512 + rope 64; mlsysim records 56 query heads, the V3 config has 128"),
-        _rec("Language", "PaLM_540B", "PaLM (540B)", 540e9, 118, KvGeometry("gqa", 1, 256, 118, 48),
-             hidden=18432, heads=48),
+        _rec(
+            "Language", "Llama2_70B", "Llama-2-70B", 70e9, 80, KvGeometry("gqa", 8, 128, 80, 64), hidden=8192, heads=64
+        ),
+        _rec(
+            "Language",
+            "Llama3_8B",
+            "Llama-3.1-8B",
+            8.03e9,
+            32,
+            KvGeometry("gqa", 8, 128, 32, 32),
+            hidden=4096,
+            heads=32,
+            catalog="llama-3.1-8b-instruct",
+        ),
+        _rec(
+            "Language",
+            "Llama3_70B",
+            "Llama-3.1-70B",
+            70.6e9,
+            80,
+            KvGeometry("gqa", 8, 128, 80, 64),
+            hidden=8192,
+            heads=64,
+            catalog="llama-3.1-70b-instruct",
+        ),
+        _rec(
+            "Language",
+            "Llama3_405B",
+            "Llama-3.1-405B",
+            405e9,
+            126,
+            KvGeometry("gqa", 8, 128, 126, 128),
+            hidden=16384,
+            heads=128,
+        ),
+        _rec(
+            "Language",
+            "Mixtral_8x7B",
+            "Mixtral-8x7B",
+            46.7e9,
+            32,
+            KvGeometry("gqa", 8, 128, 32, 32),
+            active=12.9e9,
+            hidden=4096,
+            heads=32,
+            experts=ExpertGeometry(8, 2),
+            catalog="mixtral-8x7b-v0.1",
+        ),
+        _rec(
+            "Language",
+            "DeepSeek_V3",
+            "DeepSeek-V3",
+            671e9,
+            61,
+            KvGeometry("mla", 1, 576, 61, 128),
+            active=37e9,
+            hidden=7168,
+            heads=128,
+            experts=ExpertGeometry(256, 8),
+            catalog="deepseek-v3",
+            note="MLA latent 512 + rope 64; mlsysim records 56 query heads, the V3 config has 128",
+        ),
+        _rec(
+            "Language",
+            "PaLM_540B",
+            "PaLM (540B)",
+            540e9,
+            118,
+            KvGeometry("gqa", 1, 256, 118, 48),
+            hidden=18432,
+            heads=48,
+        ),
         _rec("Vision", "MobileNetV2", "MobileNetV2", 3504872.0, 54, None),
         _rec("Vision", "ResNet50", "ResNet-50", 25557032.0, 50, None),
     )

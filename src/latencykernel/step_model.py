@@ -1,0 +1,104 @@
+"""The contract every step model keeps, and the engine limits a scheduler reads from it.
+
+Serving, search, charts and the scenario bridge depend on ``StepModel`` rather than on the
+concrete ``Kernel``, so a user can drive them with a step model of their own (a lookup table
+of measured steps, a roofline, a learned model) as long as it keeps this contract:
+
+- **units**: every time is seconds on one rank of one replica; every size is bytes on one
+  rank; token counts are whole tokens.
+- **immutable**: nothing a caller does to a step model, or to what it returns, changes a
+  later answer.
+- **thread-safe and deterministic**: the same batch gives the same estimate, from any
+  thread, in any order.
+- **empty batch**: a step over no requests costs host time only (``per_resource`` holds at
+  most ``Resource.HOST``).
+- **ordered**: ``0 <= overlap <= no_overlap``, and ``no_overlap`` is the sum of
+  ``per_resource``.
+
+This module imports nothing heavy: it is safe to import from anywhere above ``batch``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from latencykernel.batch import Batch, StepEstimate
+
+__all__ = ["EngineLimits", "StepModel"]
+
+
+@dataclass(frozen=True, slots=True)
+class EngineLimits:
+    """The engine settings a scheduler obeys, as the deployment resolved them (each
+    unstated one is vLLM's default, recorded by the kernel as an assumption).
+
+    max_num_seqs:            requests a step may hold (vLLM ``--max-num-seqs``)
+    max_num_batched_tokens:  tokens a step may schedule (``--max-num-batched-tokens``)
+    max_model_len:           longest request context, prompt plus output (``--max-model-len``);
+                             0 when neither the deployment nor the model states one
+    block_size:              tokens per KV block (``--block-size``)
+    kv_blocks:               KV blocks the cache holds on one rank (vLLM's num_gpu_blocks)
+    enable_prefix_caching:   whether prefix caching is on (``--enable-prefix-caching``)
+    async_scheduling:        whether the engine schedules step n+1 while step n runs
+    num_speculative_tokens:  draft tokens per decode step (0 without speculative decoding)
+    decode_threshold:        a request scheduling at most this many tokens is priced as a decode
+    gpus:                    GPUs one replica of this pool occupies (tp x pp x pcp)
+    data_parallel:           replicas (or attention-DP ranks) of this pool
+    """
+
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    max_model_len: int
+    block_size: int
+    kv_blocks: int
+    enable_prefix_caching: bool
+    async_scheduling: bool
+    num_speculative_tokens: int
+    decode_threshold: int
+    gpus: int
+    data_parallel: int
+
+
+@runtime_checkable
+class StepModel(Protocol):
+    """What serving, search and the scenario bridge need of a step model (see the module
+    docstring for the contract)."""
+
+    def step_time(self, batch: Batch) -> StepEstimate:
+        """The price of one forward step over ``batch``, in seconds on one rank."""
+        ...
+
+    def step_times(
+        self,
+        step: Any,
+        scheduled: Any,
+        computed: Any,
+        *,
+        decode_threshold: int,
+        prompt_len: Any = None,
+        sm_budget: int = 0,
+    ) -> Any:
+        """Many steps in one call, each equal to ``step_time`` on the same batch: an object
+        with numpy arrays ``overlap`` and ``no_overlap`` (seconds), one entry per step."""
+        ...
+
+    def limits(self) -> EngineLimits:
+        """The engine limits a scheduler obeys for this deployment."""
+        ...
+
+    def sequence_variable_bytes(self, tokens: int) -> int:
+        """One request's KV cache per rank at ``tokens`` tokens, in whole blocks."""
+        ...
+
+    def admission_overhead(self, prompt_tokens: int) -> float:
+        """Host seconds before a request of ``prompt_tokens`` is first scheduled."""
+        ...
+
+    def output_token_overhead(self) -> float:
+        """Host seconds per emitted token."""
+        ...
+
+    def completion_overhead(self) -> float:
+        """Host seconds to retire a finished request."""
+        ...
