@@ -319,13 +319,21 @@ class FastPlan:
                 pre = [(s, C[i]) for i, s in enumerate(S) if s > th]
         sumc = sum(C)
         causal = 0.0
+        wins: dict[int, float] = {}
         if pre:
-            # Mixed: the prefills picked out; the decode aggregates by subtraction.
+            # Mixed: the prefills picked out; the decode aggregates by subtraction. Each
+            # prefill's attention FLOPs over peak·efficiency of its own query tokens
+            # (price.attention.prefill_attention_s; 1/(peak·efficiency(s)) = (s + m_half)·inv_pe/s).
             tp_ = cp_ = 0
             for s, cc in pre:
-                causal += causal_flops_per_qk_dim(s, cc)
+                causal += causal_flops_per_qk_dim(s, cc) * ((s + m_half) * inv_pe / s)
                 tp_ += s
                 cp_ += cc
+            for wdw in windows:
+                wsum = 0.0
+                for s, cc in pre:
+                    wsum += windowed_causal_flops_per_qk_dim([(s, cc)], wdw) * ((s + m_half) * inv_pe / s)
+                wins[wdw] = wsum
             dec_tokens = T - tp_
             dec_kv = T + sumc - tp_ - cp_
         else:
@@ -346,15 +354,10 @@ class FastPlan:
         if specs and n_dec:
             ctxs = list(map(add, S, C)) if not pre else list(compress(map(add, S, C), map(ge, repeat(th), S)))
             toks = [_transform(spec, ctxs) for spec in specs]
-        wins: dict[int, float] = {}
-        if pre:
-            for wdw in windows:
-                wins[wdw] = windowed_causal_flops_per_qk_dim(pre, wdw)
 
         d = sm_budget_derate(smc, sm_budget)
         Y = (T + m_half) * inv_pe  # T/(peak·efficiency(T)): price.ramp.efficiency folded
         Yd = Y * d
-        Xd = Yd / T  # 1/(peak·ramp) × derate
 
         ts = []
         for floor, ipk, itr, mult, _nic in self.colls:  # price.collective.collective_time_s
@@ -390,10 +393,10 @@ class FastPlan:
                         hbm += f2 + t2 * c2
                 if pre:
                     lc = wins[window] if window > 0 else causal
-                    if qhd_ps > 0:  # price.attention.prefill_attention_s (Xd = derate/(peak·eff))
-                        sm += pf + lc * qhd_ps * Xd
+                    if qhd_ps > 0:  # price.attention.prefill_attention_s, efficiencies folded into lc
+                        sm += pf + lc * qhd_ps * d
                     else:
-                        sm += lc * qhd * Xd
+                        sm += lc * qhd * d
                     if launch and n_dec:
                         if launch == 1:
                             hbm -= floor

@@ -135,9 +135,11 @@ def price_step(
         return per, 0.0
 
     # Classify requests.
-    causal = 0.0
+    # Each prefill's attention: (causal FLOPs per qk dim, the ramp of its own query tokens,
+    # its chunks on every PCP rank).
+    attention: list[tuple[float, float, list[list[tuple[int, int]]]]] = []
+    ranks = max(c.pcp, 1)
     decode_ctx_tokens = 0
-    rank_chunks: list[list[tuple[int, int]]] = [[] for _ in range(max(c.pcp, 1))]
     contexts: list[int] = []
     prefills: list[tuple[int, int]] = []
     n_prefill = n_decode = decode_tokens = prefill_tokens = withheld = 0
@@ -155,11 +157,9 @@ def price_step(
             if lt >= 0:
                 local = lt
                 pairs = pcp_causal_flops_per_qk_dim(s, comp, c.pcp, c.dcp)
-            causal += pairs
+            attention.append((pairs, efficiency(local, c.eps_max, c.m_half), pcp_rank_chunks(s, comp, c.pcp, c.dcp)))
             prefill_tokens += local
             withheld += s - local
-            for r, rc in enumerate(pcp_rank_chunks(s, comp, c.pcp, c.dcp)):
-                rank_chunks[r].extend(rc)
             prefills.append((s, comp))
         else:
             n_decode += 1
@@ -229,10 +229,6 @@ def price_step(
                     attn_hbm += decode_attention_s(tok, layer_kv, floor, rate)
                 else:
                     kv_fallback = True
-            if a.window > 0:  # the slowest PCP rank under the window (one rank without PCP)
-                layer_causal = max(windowed_causal_flops_per_qk_dim(rc, a.window) for rc in rank_chunks)
-            else:
-                layer_causal = causal
             if (
                 n_decode > 0
                 and n_prefill > 0
@@ -248,14 +244,33 @@ def price_step(
                 else:
                     attn_sm -= c.prefill_floor_s
             if n_prefill > 0:
-                if c.prefill_scale > 0:
-                    scale = ramp * c.prefill_scale
-                    attn_sm += (
-                        c.prefill_floor_s
-                        + prefill_attention_s(layer_causal, a.q_heads, a.head_dim, tp, peak, scale) * sm_derate
+                # Each prefill at the efficiency of its own query tokens (scaled by the
+                # registry's prefill-attention scale; the plain ramp without one).
+                ps = c.prefill_scale if c.prefill_scale > 0 else 1.0
+                if a.window > 0:  # the slowest PCP rank under the window (one rank without PCP)
+                    work = max(
+                        sum(
+                            prefill_attention_s(
+                                windowed_causal_flops_per_qk_dim(chunks[r], a.window),
+                                a.q_heads,
+                                a.head_dim,
+                                tp,
+                                peak,
+                                eff * ps,
+                            )
+                            for _, eff, chunks in attention
+                        )
+                        for r in range(ranks)
                     )
                 else:
-                    flops += layer_causal * a.q_heads * a.head_dim / tp
+                    work = sum(
+                        prefill_attention_s(pairs, a.q_heads, a.head_dim, tp, peak, eff * ps)
+                        for pairs, eff, _ in attention
+                    )
+                if c.prefill_scale > 0:
+                    attn_sm += c.prefill_floor_s + work * sm_derate
+                else:
+                    attn_sm += work * sm_derate
             if n_decode > 0:
                 for s2, (f2, r2) in zip((x for x in lp.attentions if not x.holds_kv), c.secondary_pairs[li]):
                     if r2 <= 0 or a.kv_heads * a.head_dim <= 0:

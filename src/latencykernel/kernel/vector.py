@@ -232,13 +232,12 @@ def _price(
         has_pre = n_pre > 0
         tp_ = np.bincount(pst, weights=ps, minlength=nsteps).astype(np.int64)
         cp_ = np.bincount(pst, weights=pc, minlength=nsteps).astype(np.int64)
-        # price.attention.causal_flops_per_qk_dim
-        causal = np.bincount(pst, weights=4.0 * (ps * pc + ps * ps / 2.0), minlength=nsteps)
+        # Each prefill over peak·efficiency of its own query tokens, as fast.FastPlan.price.
+        psf, pcf = ps.astype(np.float64), pc.astype(np.float64)
+        inv_eff = (psf + fp.m_half) * fp.inv_pe / psf
+        causal = np.bincount(pst, weights=_causal_flops(psf, pcf) * inv_eff, minlength=nsteps)
         for wdw in fp.windows:
-            # price.attention.windowed_causal_flops_per_qk_dim
-            k = np.maximum(0, np.minimum(ps, wdw - pc))
-            pairs = k * (pc + 1) + k * (k - 1) / 2.0 - k / 2.0 + (ps - k) * wdw
-            wins[wdw] = 4.0 * np.bincount(pst, weights=pairs, minlength=nsteps)
+            wins[wdw] = np.bincount(pst, weights=_windowed_causal_flops(psf, pcf, wdw) * inv_eff, minlength=nsteps)
         dec_tokens = T - tp_
         dec_kv = T + sumc - tp_ - cp_
         n_dec = nreq - n_pre
@@ -270,7 +269,6 @@ def _price(
     Tsafe = np.where(empty, 1, T) if any_empty else T
     Y = (Tsafe + fp.m_half) * fp.inv_pe  # T/(peak·efficiency(T)): price.ramp.efficiency folded
     Yd = Y * d
-    Xd = Yd / Tsafe
 
     ts = []
     b: Any
@@ -319,9 +317,9 @@ def _price(
             if has_pre is not None:
                 lc = wins[window] if window > 0 else causal
                 if qhd_ps > 0:  # price.attention.prefill_attention_s
-                    new = sm + (pf + lc * qhd_ps * Xd)
+                    new = sm + (pf + lc * qhd_ps * d)
                 else:
-                    new = sm + lc * qhd * Xd
+                    new = sm + lc * qhd * d
                 sm = np.where(has_pre, new, sm)
                 if launch:
                     both = has_pre & has_dec
@@ -371,6 +369,19 @@ def _price(
         host = np.where(empty, np.where(nreq == 0, fp.empty_host[0], fp.empty_host[1]), host)
         overlap = np.where(empty, 0.0, overlap)
     return (out[0], out[1], out[2], out[3], host, overlap), slow
+
+
+def _causal_flops(s: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """``price.attention.causal_flops_per_qk_dim`` on float arrays (whole numbers below 2**53:
+    every product rounds once, as Python's exact integer product converted to float)."""
+    return 4.0 * (s * c + s * s / 2.0)
+
+
+def _windowed_causal_flops(s: np.ndarray, c: np.ndarray, window: int) -> np.ndarray:
+    """``price.attention.windowed_causal_flops_per_qk_dim`` of each (s, c) on its own, on
+    float arrays."""
+    ns = np.maximum(0.0, np.minimum(s, window - c))
+    return 4.0 * (ns * (c + 1) + ns * (ns - 1) / 2.0 - ns / 2.0 + (s - ns) * window)
 
 
 def _dcp_rank_tokens(length: np.ndarray, dcp: int, interleave: int) -> np.ndarray:

@@ -212,13 +212,20 @@ def secondary_read_tokens(context_tokens: float, decodes: int, window: int, comp
 def prefill_attention_s(
     flops_per_qk_dim: float, q_heads: int, head_dim: int, tp: int, peak_flops_per_s: float, efficiency: float
 ) -> float:
-    """Prefill attention compute of one layer on one rank (without the launch floor).
+    """Prefill attention compute of one prefill in one layer on one rank (without the launch floor).
 
     t = flops_per_qk_dim · n_q · d_h / tp / (peak · efficiency)
+    efficiency = prefill_scale · eff(query tokens of this prefill)     (``price.ramp.efficiency``)
 
-    flops_per_qk_dim comes from ``causal_flops_per_qk_dim`` (or its windowed / PCP forms);
-    efficiency is the fraction of peak the attention kernel reaches: the registry's
-    prefill-attention scale times the ramp of the prefill's own query tokens
-    (``price.ramp.efficiency``).
+    flops_per_qk_dim comes from ``causal_flops_per_qk_dim`` (or its windowed / PCP forms); a
+    step sums this over its prefills. Why each prefill's own query tokens, not the step's
+    GEMM M: FlashAttention's forward kernel gives each thread block one tile of one
+    sequence's queries for one head (``compute_attn_1rowblock(params, bidb, bidh, m_block)``
+    in csrc/flash_attn/src/flash_fwd_kernel.h, blocks indexed by (m_block, batch, head)),
+    so how full its tiles are depends on that sequence's query length, never on the other
+    requests in the step. The registry's floor and ``attention_prefill_work_scale`` were
+    fitted on single-prefill attention sweeps (AISimulate), where the step's tokens are
+    the prefill's own: for one prefill alone this is the fitted law unchanged. (Pricing at
+    the batch's M let an added request lower the price: issue 10.)
     """
     return flops_per_qk_dim * q_heads * head_dim / tp / (peak_flops_per_s * efficiency)
