@@ -369,6 +369,7 @@ class FastPlan:
         any_ctx = None
 
         p_sm = p_hbm = p_nv = p_nic = overlap = 0.0
+        merged = 0
         for count, G, R, Wh, Eh, rf, rinv, expert, attn, nv_idx, nic_idx, dcp in self.kinds:
             sm = G * Yd + rf + rinv * T
             hbm = Wh + Eh * T
@@ -397,7 +398,8 @@ class FastPlan:
                         sm += pf + lc * qhd_ps * d
                     else:
                         sm += lc * qhd * d
-                    if launch and n_dec:
+                    if launch and n_dec:  # one varlen launch: the smaller floor dropped
+                        merged = launch
                         if launch == 1:
                             hbm -= floor
                         else:
@@ -425,9 +427,18 @@ class FastPlan:
                             nic += x if x > y else y
                         else:
                             nv += x if x > y else y
-            top = sm  # price.overlap.layer_stage_s, with the dense parts held apart
-            if hbm > top:
-                top = hbm
+            # price.overlap.layer_stage_s, with the dense parts held apart, over the floors
+            # before the one-launch merge (as step.price_step)
+            top = sm
+            h = hbm
+            if merged:
+                if merged == 1:
+                    h = hbm + floor
+                else:
+                    top = sm + pf
+                merged = 0
+            if h > top:
+                top = h
             if nv > top:
                 top = nv
             if nic > top:

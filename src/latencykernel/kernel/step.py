@@ -183,6 +183,7 @@ def price_step(
     for li, lp in enumerate(c.plan.layers):
         flops = dense_shaped = weight_bytes = kv_bytes = 0.0
         attn_sm = attn_hbm = recurrent_sm = 0.0
+        saved_sm = saved_hbm = 0.0  # floors the one-launch merge drops (mixed batches)
         routed_flops = routed_bytes = 0.0
         acc = [0.0, 0.0, 0.0, 0.0, 0.0]
 
@@ -239,10 +240,15 @@ def price_step(
                 and c.prefill_scale > 0
             ):
                 # FlashAttention runs a mixed batch as one varlen launch: keep the larger floor.
+                # The merge lowers the resource totals; the overlapped stage is taken over the
+                # floors before it, so that adding a request never lowers the overlap (moving a
+                # floor off the bottleneck resource would).
                 if floor < c.prefill_floor_s:
                     attn_hbm -= floor
+                    saved_hbm = floor
                 else:
                     attn_sm -= c.prefill_floor_s
+                    saved_sm = c.prefill_floor_s
             if n_prefill > 0:
                 # Each prefill at the efficiency of its own query tokens (scaled by the
                 # registry's prefill-attention scale; the plain ramp without one).
@@ -318,7 +324,7 @@ def price_step(
 
         nvlink, nic = acc[NVLINK], acc[NIC]
         n = lp.count
-        overlap += n * layer_stage_s(sm, hbm, nvlink, nic, routed_sm, routed_hbm)
+        overlap += n * layer_stage_s(sm + saved_sm, hbm + saved_hbm, nvlink, nic, routed_sm, routed_hbm)
         per[SM] += n * sm
         per[HBM] += n * hbm
         per[NVLINK] += n * nvlink

@@ -289,6 +289,8 @@ def _price(
     rsm: Any
     rhbm: Any
     for count, G, R, Wh, Eh, rf, rinv, expert, attn, nv_idx, nic_idx, dcp in fp.kinds:
+        top_sm: Any = None
+        top_hbm: Any = None
         sm = G * Yd + rf + rinv * Tsafe
         hbm = Wh + Eh * Tsafe
         if expert is not None:
@@ -321,12 +323,14 @@ def _price(
                 else:
                     new = sm + lc * qhd * d
                 sm = np.where(has_pre, new, sm)
-                if launch:
+                if launch:  # one varlen launch: the smaller floor dropped from the totals
                     both = has_pre & has_dec
                     if launch == 1:
                         hbm = np.where(both, hbm - floor, hbm)
+                        top_hbm = np.where(both, hbm + floor, hbm)
                     else:
                         sm = np.where(both, sm - pf, sm)
+                        top_sm = np.where(both, sm + pf, sm)
         nv: Any = 0.0
         for i in nv_idx:
             nv = nv + ts[i]
@@ -349,7 +353,10 @@ def _price(
                     nic = np.where(some, nic + tc, nic)
                 else:
                     nv = np.where(some, nv + tc, nv)
-        top = np.maximum(np.maximum(np.maximum(sm, hbm), nv), nic)  # price.overlap.layer_stage_s
+        # price.overlap.layer_stage_s, over the floors before the one-launch merge
+        top = np.maximum(
+            np.maximum(np.maximum(sm if top_sm is None else top_sm, hbm if top_hbm is None else top_hbm), nv), nic
+        )
         overlap = overlap + count * (top + rsm + rhbm)
         p_sm = p_sm + count * (sm + rsm)
         p_hbm = p_hbm + count * (hbm + rhbm)
