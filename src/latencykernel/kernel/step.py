@@ -69,6 +69,7 @@ def _decode_kv_tokens(
     window) of the context, plus (ctx − T) / compress_ratio compressed entries beyond them;
     then the shard: under DCP the busiest rank holds its interleaved share of that count.
     """
+    # KNOWN DIVERGENCE D9: a compressed sparse layer without top-k reads its whole context.
     topk = (index_topk if index_topk > 0 else window) if kind == "sparse_mla" else 0
     dcp_on = c.dcp > 1 and dcp_shards_kv(kind)
     # A sliding-window layer reads at most its window (vLLM's FlashAttention with
@@ -195,7 +196,7 @@ def price_step(
     peak, hbm_bw, tp = c.peak_flops_per_s, c.hbm_bytes_per_s, c.tp
     ramp = efficiency(T, c.eps_max, c.m_half)
     layout = c.layout
-    # KNOWN DIVERGENCE: under PCP the funnel multiplies routed tokens by DP, not PCP.
+    # KNOWN DIVERGENCE D3: under PCP the funnel multiplies routed tokens by DP, not PCP.
     funnel = layout.dp if (layout.moe_group > 1 and layout.dp > 1) else 1
     routed_tokens = T * funnel
     dp_slice = c.expert_tensor_shards / tp if layout.expert_width <= 1 else 1.0
@@ -220,7 +221,7 @@ def price_step(
 
         if lp.expert_flops_per_token_per_expert > 0:
             routed_per_rank = routed_tokens * lp.top_k * c.local_expert_share
-            # KNOWN DIVERGENCE: routed-expert FLOPs are not divided by the tensor-parallel
+            # KNOWN DIVERGENCE D1: routed-expert FLOPs are not divided by the tensor-parallel
             # slice (vLLM splits each expert's matrices over TP). Kept from the Go kernel,
             # where dividing scored worse end to end; see docs/divergences.md.
             routed_flops += routed_per_rank * lp.expert_flops_per_token_per_expert * c.moe_imbalance / dp_slice
