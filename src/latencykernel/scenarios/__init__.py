@@ -14,14 +14,14 @@ decode questions with the calibrated kernel.
 
 from __future__ import annotations
 
-from latencykernel.scenarios import golden
-from latencykernel.scenarios.bridge import CalibratedDecodeBatch, decode_batch, floor_of
-from latencykernel.scenarios.errors import (
+from latencykernel.errors import (
     NotApplicableError,
     ScenarioInputError,
     UnknownPrecisionError,
     UnknownScenarioError,
 )
+from latencykernel.scenarios import golden
+from latencykernel.scenarios.bridge import CalibratedDecodeBatch, decode_batch, floor_of
 from latencykernel.scenarios.hardware import Hardware
 from latencykernel.scenarios.kv_decode import KvDecodeBatchScenario, SparseKvDecodeBatchScenario
 from latencykernel.scenarios.metadata import Formula, evaluate_equation, output

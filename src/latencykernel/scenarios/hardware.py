@@ -21,7 +21,7 @@ import pint
 if TYPE_CHECKING:
     from latencykernel.documents.chip import Chip
 
-from latencykernel.scenarios.errors import UnknownPrecisionError, UnknownScenarioError
+from latencykernel.errors import UnknownPrecisionError, UnknownScenarioError
 from latencykernel.scenarios.units import Q_
 
 __all__ = ["Hardware", "RECORDED_HARDWARE"]

@@ -16,9 +16,9 @@ from typing import Any, ClassVar
 
 import pint
 
+from latencykernel.errors import NotApplicableError
 from latencykernel.scenarios import registry
 from latencykernel.scenarios.base import InputDoc, Scenario
-from latencykernel.scenarios.errors import NotApplicableError
 from latencykernel.scenarios.kv_footprint import _FULL, _GEOMETRY, _NO_PAGING, _NO_RUNTIME, _rec_src
 from latencykernel.scenarios.metadata import output
 from latencykernel.scenarios.named import register

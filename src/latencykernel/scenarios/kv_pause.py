@@ -9,8 +9,8 @@ from typing import Any, ClassVar
 
 import pint
 
+from latencykernel.errors import NotApplicableError, ScenarioInputError
 from latencykernel.scenarios.base import InputDoc, Scenario
-from latencykernel.scenarios.errors import NotApplicableError, ScenarioInputError
 from latencykernel.scenarios.kv_admission import KvAdmissionScenario
 from latencykernel.scenarios.kv_residency import paged_bytes_q
 from latencykernel.scenarios.metadata import output

@@ -13,8 +13,8 @@ from typing import Any, ClassVar
 
 import pint
 
+from latencykernel.errors import ScenarioInputError
 from latencykernel.scenarios.base import InputDoc, Scenario
-from latencykernel.scenarios.errors import ScenarioInputError
 from latencykernel.scenarios.kv_admission import KvAdmissionScenario
 from latencykernel.scenarios.metadata import output as out  # "output" is also an input name below
 from latencykernel.scenarios.named import register

@@ -12,7 +12,7 @@ import importlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from latencykernel.scenarios.errors import UnknownScenarioError
+from latencykernel.errors import UnknownScenarioError
 
 __all__ = ["Scenarios", "register", "NAMED", "LEFT_OUT", "FAMILIES"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from latencykernel.scenarios.errors import ScenarioInputError
+from latencykernel.errors import ScenarioInputError
 from latencykernel.scenarios.hardware import RECORDED_HARDWARE, Hardware
 from latencykernel.scenarios.workloads import RECORDED_WORKLOADS, Workload
 

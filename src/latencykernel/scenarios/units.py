@@ -21,7 +21,7 @@ from typing import Any
 
 import pint
 
-from latencykernel.scenarios.errors import ScenarioInputError
+from latencykernel.errors import ScenarioInputError
 
 __all__ = [
     "ureg",

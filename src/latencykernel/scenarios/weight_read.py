@@ -9,9 +9,9 @@ from typing import Any, ClassVar
 
 import pint
 
+from latencykernel.errors import NotApplicableError
 from latencykernel.scenarios import registry
 from latencykernel.scenarios.base import InputDoc, Scenario
-from latencykernel.scenarios.errors import NotApplicableError
 from latencykernel.scenarios.hardware import Hardware
 from latencykernel.scenarios.metadata import output
 from latencykernel.scenarios.named import register

@@ -26,7 +26,7 @@ from typing import Any
 
 import pint
 
-from latencykernel.scenarios.errors import NotApplicableError, UnknownScenarioError
+from latencykernel.errors import NotApplicableError, UnknownScenarioError
 from latencykernel.scenarios.units import Q_
 
 __all__ = ["KvGeometry", "LayerReads", "ExpertGeometry", "Workload", "RECORDED_WORKLOADS", "NOMINAL_PARAMETERS"]
