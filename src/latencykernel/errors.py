@@ -13,7 +13,8 @@
 
 Messages are plain sentences that name the setting by its YAML key, its value and what
 would be accepted. Errors of the libraries underneath (pydantic, PyYAML, OSError) are
-translated into these in ``documents/common.py`` and never escape raw.
+translated into these in ``documents/yaml_loader.py`` and ``documents/validation.py`` and
+never escape raw.
 """
 
 from __future__ import annotations

@@ -17,14 +17,16 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from latencykernel.documents.base_models import MEMORY
 from latencykernel.documents.chip import Chip, load_chip
 from latencykernel.documents.coefficients import CoefficientSet, load_coefficient_set
-from latencykernel.documents.common import MEMORY, copy_if_unchanged, show, validate
+from latencykernel.documents.copying import copy_if_unchanged
 from latencykernel.documents.fabric import Fabric, load_fabric
 from latencykernel.documents.graph import ModelGraph, load_graph
 from latencykernel.documents.rules import EngineRules, lookup_rules
 from latencykernel.documents.scenario import Deployment, Pool, Scenario, check_bundle, load_bundle
 from latencykernel.documents.storage import StorageClass, load_storage
+from latencykernel.documents.validation import show, validate
 from latencykernel.errors import DocumentError
 from latencykernel.repos import Repos
 

@@ -9,15 +9,10 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from latencykernel.documents.common import (
-    Invalid,
-    NamedByFile,
-    cached,
-    read_yaml,
-    require_mapping,
-    strip_comment_keys,
-    validate,
-)
+from latencykernel.documents.base_models import Invalid, NamedByFile
+from latencykernel.documents.cache import cached
+from latencykernel.documents.validation import require_mapping, validate
+from latencykernel.documents.yaml_loader import read_yaml, strip_comment_keys
 
 __all__ = ["ProvenanceKind", "Chip", "load_chip"]
 

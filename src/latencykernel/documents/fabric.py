@@ -8,8 +8,11 @@ from typing import Annotated
 
 from pydantic import Field
 
+from latencykernel.documents.base_models import NamedByFile
+from latencykernel.documents.cache import cached
 from latencykernel.documents.chip import ProvenanceKind
-from latencykernel.documents.common import NamedByFile, cached, read_yaml, require_mapping, strip_comment_keys, validate
+from latencykernel.documents.validation import require_mapping, validate
+from latencykernel.documents.yaml_loader import read_yaml, strip_comment_keys
 
 __all__ = ["Fabric", "load_fabric"]
 

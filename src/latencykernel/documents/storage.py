@@ -14,16 +14,10 @@ from typing import Annotated, Any
 
 from pydantic import AliasChoices, Field, model_validator
 
-from latencykernel.documents.common import (
-    Invalid,
-    StrictModel,
-    cached,
-    is_comment_key,
-    read_yaml,
-    require_mapping,
-    strip_comment_keys,
-    validate,
-)
+from latencykernel.documents.base_models import Invalid, StrictModel
+from latencykernel.documents.cache import cached
+from latencykernel.documents.validation import require_mapping, validate
+from latencykernel.documents.yaml_loader import is_comment_key, read_yaml, strip_comment_keys
 from latencykernel.errors import DocumentError
 
 __all__ = ["StorageClass", "load_storage", "validate_storage"]
