@@ -63,6 +63,10 @@ def _parse_chip(path: Path) -> Chip:
     return chip
 
 
-def load_chip(path: str | os.PathLike[str]) -> Chip:
-    """Read a chip file; its ``name`` is the file stem."""
-    return cached("chip", path, _parse_chip)
+def load_chip(path: str | os.PathLike[str], *, shared: bool = False) -> Chip:
+    """Read a chip file; its ``name`` is the file stem.
+
+    A copy each call (edit it freely); ``shared``: the cached original, for read-only use
+    by the kernel and the scenario library (never hand it out).
+    """
+    return cached("chip", path, _parse_chip, shared=shared)

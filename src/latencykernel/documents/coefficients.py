@@ -180,6 +180,10 @@ def _parse_set(path: Path) -> CoefficientSet:
     return validate(CoefficientSet, data, path)
 
 
-def load_coefficient_set(path: str | os.PathLike[str]) -> CoefficientSet:
-    """Read a coefficient set file."""
-    return cached("coefficients", path, _parse_set)
+def load_coefficient_set(path: str | os.PathLike[str], *, shared: bool = False) -> CoefficientSet:
+    """Read a coefficient set file.
+
+    A copy each call (edit it freely); ``shared``: the cached original, for read-only use
+    by the kernel and the scenario library (never hand it out).
+    """
+    return cached("coefficients", path, _parse_set, shared=shared)

@@ -37,6 +37,10 @@ def _parse_fabric(path: Path) -> Fabric:
     return fabric
 
 
-def load_fabric(path: str | os.PathLike[str]) -> Fabric:
-    """Read a fabric file; its ``name`` is the file stem."""
-    return cached("fabric", path, _parse_fabric)
+def load_fabric(path: str | os.PathLike[str], *, shared: bool = False) -> Fabric:
+    """Read a fabric file; its ``name`` is the file stem.
+
+    A copy each call (edit it freely); ``shared``: the cached original, for read-only use
+    by the kernel and the scenario library (never hand it out).
+    """
+    return cached("fabric", path, _parse_fabric, shared=shared)

@@ -82,6 +82,10 @@ def _parse_storage(path: Path) -> dict[str, StorageClass]:
     return validate_storage(read_yaml(path), path)
 
 
-def load_storage(path: str | os.PathLike[str]) -> dict[str, StorageClass]:
-    """Read the storage classes file."""
-    return cached("storage", path, _parse_storage)
+def load_storage(path: str | os.PathLike[str], *, shared: bool = False) -> dict[str, StorageClass]:
+    """Read the storage classes file.
+
+    A copy each call (edit it freely); ``shared``: the cached original, for read-only use
+    by the kernel and the scenario library (never hand it out).
+    """
+    return cached("storage", path, _parse_storage, shared=shared)

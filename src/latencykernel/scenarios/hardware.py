@@ -105,7 +105,7 @@ class Hardware:
         from latencykernel.repos import Repos
 
         repos = repos if repos is not None else Repos.default()
-        chip = load_chip(repos.chip_path(chip_name, setting=setting))
+        chip = load_chip(repos.chip_path(chip_name, setting=setting), shared=True)  # read only
         return cls.from_chip(chip, catalog_name=chip_name)
 
     @classmethod

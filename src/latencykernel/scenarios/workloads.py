@@ -301,7 +301,7 @@ class Workload:
         from latencykernel.repos import Repos
 
         repos = repos if repos is not None else Repos.default()
-        graph = load_graph(repos.graph_path(model, setting=setting))
+        graph = load_graph(repos.graph_path(model, setting=setting), shared=True)  # read only
         total = float(counts.parameter_count(graph))
         active = float(counts.active_parameter_count(graph))
         layers = int(counts.layer_count(graph))
