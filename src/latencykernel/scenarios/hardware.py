@@ -13,6 +13,7 @@ A precision key the device lacks is an ``UnknownPrecisionError`` that lists the 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from latencykernel.documents.chip import Chip
 
 from latencykernel.errors import UnknownPrecisionError, UnknownScenarioError
-from latencykernel.scenarios.units import Q_
+from latencykernel.scenarios.units import Q_, magnitude_in
 
 __all__ = ["Hardware", "RECORDED_HARDWARE"]
 
@@ -55,13 +56,13 @@ class Hardware:
     extra: tuple[tuple[str, Any], ...] = field(default=(), compare=False)
 
     # ---------------------------------------------------------------- floats (SI) for the cores
-    @property
+    @functools.cached_property
     def bandwidth_bytes_per_s(self) -> float:
-        return float(self.memory_bandwidth.to("B/s").magnitude)
+        return magnitude_in(self.memory_bandwidth, "B/s")
 
-    @property
+    @functools.cached_property
     def capacity_bytes(self) -> float:
-        return float(self.memory_capacity.to("B").magnitude)
+        return magnitude_in(self.memory_capacity, "B")
 
     @property
     def precision_keys(self) -> tuple[str, ...]:

@@ -12,7 +12,7 @@ import pint
 from latencykernel.scenarios.base import InputDoc, Scenario
 from latencykernel.scenarios.metadata import output
 from latencykernel.scenarios.named import register
-from latencykernel.scenarios.units import Q_, as_quantity, fraction, items, number, positive_int, quantity
+from latencykernel.scenarios.units import Q_, as_quantity, fraction, items, magnitude_in, number, positive_int, quantity
 
 __all__ = ["MM1ServiceSpeedupScenario", "MM1CapacityPlanScenario"]
 
@@ -20,7 +20,7 @@ _MM1 = "Poisson arrivals and exponential service times on one server (M/M/1)"
 
 
 def _s(q: pint.Quantity) -> float:
-    return float(q.to("s").magnitude)
+    return magnitude_in(q, "s")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -187,7 +187,7 @@ class MM1CapacityPlanScenario(Scenario):
         return 1.0 - self.tail_factor * _s(self.service_time) / _s(self.tail_budget)
 
     def _peak(self) -> float:
-        return float(self.peak_rate.to("1/s").magnitude)
+        return magnitude_in(self.peak_rate, "1/s")
 
     def _n(self) -> int:
         return math.ceil(self._peak() / (self._rho_max() * self._mu()))
@@ -196,7 +196,7 @@ class MM1CapacityPlanScenario(Scenario):
         return math.ceil(self._n() * self.headroom)
 
     def _batched(self) -> int:
-        return math.ceil(self._peak() / (float(self.batched_rate.to("1/s").magnitude) * self._rho_max()))
+        return math.ceil(self._peak() / (magnitude_in(self.batched_rate, "1/s") * self._rho_max()))
 
     @output(equation="1 / service_time", unit="1/s")
     def service_rate(self) -> pint.Quantity:
@@ -287,7 +287,7 @@ class MM1CapacityPlanScenario(Scenario):
     def cost_per_million(self, accelerators: int) -> pint.Quantity:
         """Cost of a million requests at the peak rate on a fleet of ``accelerators``."""
         n = positive_int("accelerators", accelerators)
-        return quantity(n * float(self.accelerator_price.to("dollar/s").magnitude) / self._peak() * 1e6, "dollar")
+        return quantity(n * magnitude_in(self.accelerator_price, "dollar/s") / self._peak() * 1e6, "dollar")
 
     def symbols(self) -> dict[str, Any]:
         s = super().symbols()

@@ -26,6 +26,7 @@ from latencykernel.errors import ScenarioInputError
 __all__ = [
     "ureg",
     "Q_",
+    "magnitude_in",
     "Quantity",
     "quantity",
     "as_quantity",
@@ -118,6 +119,20 @@ def factor(from_unit: str, to_unit: str) -> float:
         f = float(Q_(1.0, from_unit).to(to_unit).magnitude)
         _FACTORS[key] = f
     return f
+
+
+# Conversion factors by (the quantity's units, target unit): pint's own factor, looked up once.
+_UNIT_FACTORS: dict[tuple[Any, str], float] = {}
+
+
+def magnitude_in(q: Any, unit: str) -> float:
+    """``float(q.to(unit).magnitude)``, the same number (pint multiplies by the same factor),
+    with the factor looked up once per unit pair instead of parsed on every call."""
+    key = (q._units, unit)
+    f = _UNIT_FACTORS.get(key)
+    if f is None:
+        f = _UNIT_FACTORS[key] = float(q._REGISTRY.Quantity(1.0, q._units).to(unit).magnitude)
+    return float(q.magnitude) * f
 
 
 _UNITS: dict[str, Any] = {}

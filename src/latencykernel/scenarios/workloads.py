@@ -27,7 +27,7 @@ from typing import Any
 import pint
 
 from latencykernel.errors import NotApplicableError, UnknownScenarioError
-from latencykernel.scenarios.units import Q_
+from latencykernel.scenarios.units import Q_, magnitude_in
 
 __all__ = ["KvGeometry", "LayerReads", "ExpertGeometry", "Workload", "RECORDED_WORKLOADS", "NOMINAL_PARAMETERS"]
 
@@ -102,7 +102,7 @@ class KvGeometry:
 
     def kv_bytes_per_token(self, kv_bytes_per_value: Any, tp: int = 1) -> pint.Quantity:
         """``bytes_per_token`` as a quantity (``B/token``), from a byte quantity."""
-        return Q_(self.bytes_per_token(float(kv_bytes_per_value.to("B").magnitude), tp), "B/token")
+        return Q_(self.bytes_per_token(magnitude_in(kv_bytes_per_value, "B"), tp), "B/token")
 
     def layer_tokens_read(self, ctx: int) -> float:
         """Σ over KV layers of the cached tokens each reads for one sequence at ``ctx``
@@ -117,7 +117,7 @@ class KvGeometry:
     def kv_bytes_read(self, kv_bytes_per_value: Any, context_tokens: Any, tp: int = 1) -> pint.Quantity:
         """``bytes_read`` as a quantity (``B``) from a byte quantity and a token count."""
         ctx = int(context_tokens.to("token").magnitude) if hasattr(context_tokens, "to") else int(context_tokens)
-        return Q_(self.bytes_read(ctx, float(kv_bytes_per_value.to("B").magnitude), tp), "B")
+        return Q_(self.bytes_read(ctx, magnitude_in(kv_bytes_per_value, "B"), tp), "B")
 
 
 @dataclass(frozen=True)
