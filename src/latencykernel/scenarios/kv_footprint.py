@@ -20,7 +20,17 @@ from latencykernel.scenarios.base import InputDoc, Scenario
 from latencykernel.scenarios.hardware import Hardware
 from latencykernel.scenarios.metadata import output
 from latencykernel.scenarios.named import register
-from latencykernel.scenarios.units import Q_, as_quantity, count, fraction, items, magnitude_in, quantity, value_bytes
+from latencykernel.scenarios.units import (
+    Q_,
+    as_quantity,
+    count,
+    fraction,
+    items,
+    magnitude_in,
+    number,
+    quantity,
+    value_bytes,
+)
 from latencykernel.scenarios.workloads import Workload
 
 __all__ = ["KvFootprintScenario", "KvAttentionDesignScenario", "ContextMemoryCrossingScenario"]
@@ -78,6 +88,7 @@ class KvFootprintScenario(Scenario):
             raise ScenarioInputError(
                 f"kv_width_factor={f!r} must be a positive number", argument="kv_width_factor", value=f
             )
+        self._set("kv_width_factor", number("kv_width_factor", f, above=0))  # finite (issue 10: inf gave inf GB)
 
     def symbols(self) -> dict[str, Any]:
         s = super().symbols()
