@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 _EXPORTS: dict[str, str] = {
     "Scenarios": "latencykernel.scenarios.named",
-    "LEFT_OUT": "latencykernel.scenarios.named",
+    "LEFT_OUT": "latencykernel.scenarios.reference_data",
     "KvDecodeBatchScenario": "latencykernel.scenarios.kv_decode",
     "SparseKvDecodeBatchScenario": "latencykernel.scenarios.kv_decode",
     "Workload": "latencykernel.scenarios.workloads",
@@ -95,6 +95,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs only
     from latencykernel.scenarios.hardware import Hardware
     from latencykernel.scenarios.kv_decode import KvDecodeBatchScenario, SparseKvDecodeBatchScenario
     from latencykernel.scenarios.metadata import Formula, evaluate_equation, output
-    from latencykernel.scenarios.named import LEFT_OUT, Scenarios
+    from latencykernel.scenarios.named import Scenarios
+    from latencykernel.scenarios.reference_data import LEFT_OUT
     from latencykernel.scenarios.units import Q_, ureg
     from latencykernel.scenarios.workloads import KvGeometry, Workload
