@@ -9,9 +9,14 @@ is a broken checkout, not a reason to pass quietly.
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
+
+# The parsed-YAML cache (documents/yaml_loader.py) writes to a directory of this run, never
+# to the user's ~/.cache; subprocesses the tests start inherit it.
+os.environ.setdefault("LATENCYKERNEL_CACHE_DIR", tempfile.mkdtemp(prefix="latencykernel-test-cache-"))
 
 SHARED_DIR = Path(__file__).resolve().parents[1].parent / "shared"
 

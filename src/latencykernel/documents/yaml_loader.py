@@ -2,10 +2,21 @@
 rejected, YAML 1.2 exponent floats (``2.0e4``) read as numbers, and every failure (missing
 file, directory, non-UTF-8, bad YAML) a ``DocumentError`` naming the file and the place.
 ``strip_comment_keys`` drops ``_comment`` and ``_comment_*`` keys where a format allows them.
+
+Parsing a large file (the coefficient sets, model graphs) is most of a first ``open()``, so the
+parsed data of a file of at least ``PARSE_CACHE_MIN_BYTES`` is kept as JSON in a
+content-addressed cache (``<cache dir>/parsed-yaml-v1/<sha256 of the text>.json``): the same
+text always parses to the same data, so an entry never goes stale. The cache directory is
+``$LATENCYKERNEL_CACHE_DIR``, else ``$XDG_CACHE_HOME/latencykernel``, else
+``~/.cache/latencykernel``; ``LATENCYKERNEL_CACHE_DIR=""`` turns it off. Data JSON cannot
+round-trip exactly (non-string keys, dates, NaN) is never cached; an unwritable directory is
+skipped silently.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 from pathlib import Path
@@ -15,7 +26,14 @@ import yaml
 
 from latencykernel.errors import DocumentError
 
-__all__ = ["read_yaml", "read_yaml_all", "is_comment_key", "strip_comment_keys"]
+__all__ = [
+    "read_yaml",
+    "read_yaml_all",
+    "is_comment_key",
+    "strip_comment_keys",
+    "parse_cache_dir",
+    "PARSE_CACHE_MIN_BYTES",
+]
 
 _BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -65,12 +83,56 @@ def _yaml_error(path: Path, e: yaml.YAMLError) -> DocumentError:
     return DocumentError(f"{path}: {where}invalid YAML: {problem}", file=str(path))
 
 
+PARSE_CACHE_MIN_BYTES = 8 * 1024
+_PARSE_CACHE_VERSION = "parsed-yaml-v1"  # bump when the loader's rules change
+
+
+def parse_cache_dir() -> Path | None:
+    """Where parsed YAML is kept as JSON (``None``: the cache is off)."""
+    env = os.environ.get("LATENCYKERNEL_CACHE_DIR")
+    if env is not None:
+        return Path(env) / _PARSE_CACHE_VERSION if env else None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "latencykernel" / _PARSE_CACHE_VERSION
+
+
+def _cached_parse(text: str, parse: Any) -> Any:
+    """``parse(text)``, through the content-addressed JSON cache for large texts."""
+    folder = parse_cache_dir() if len(text) >= PARSE_CACHE_MIN_BYTES else None
+    if folder is None:
+        return parse(text)
+    entry = folder / (hashlib.sha256(text.encode("utf-8")).hexdigest() + ".json")
+    try:
+        return json.loads(entry.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        pass
+    data = parse(text)
+    try:
+        dumped = json.dumps(data, allow_nan=False)
+        if json.loads(dumped) == data:  # exact round trip only (str keys, no dates, no NaN)
+            folder.mkdir(parents=True, exist_ok=True)
+            tmp = entry.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(dumped, encoding="utf-8")
+            os.replace(tmp, entry)
+    except (OSError, TypeError, ValueError):
+        pass
+    return data
+
+
+def _load_one(text: str) -> Any:
+    return yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader
+
+
+def _load_all(text: str) -> list[Any]:
+    return list(yaml.load_all(text, Loader=_Loader))  # noqa: S506 - a safe loader
+
+
 def read_yaml(path: str | os.PathLike[str]) -> Any:
     """Parse one YAML document (``None`` for an empty file)."""
     p = Path(path)
     text = _read_text(p)
     try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader
+        return _cached_parse(text, _load_one)
     except yaml.YAMLError as e:
         raise _yaml_error(p, e) from None
 
@@ -80,7 +142,8 @@ def read_yaml_all(path: str | os.PathLike[str]) -> list[Any]:
     p = Path(path)
     text = _read_text(p)
     try:
-        return list(yaml.load_all(text, Loader=_Loader))  # noqa: S506 - a safe loader
+        data = _cached_parse(text, _load_all)
+        return data if isinstance(data, list) else [data]
     except yaml.YAMLError as e:
         raise _yaml_error(p, e) from None
 
