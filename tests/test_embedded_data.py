@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import needs_shared
 from latencykernel.documents.chip import load_chip
 from latencykernel.documents.coefficients import load_coefficient_set
 from latencykernel.documents.fabric import load_fabric
@@ -370,7 +371,7 @@ def test_acceptance_bundle_states_what_the_guide_states():
 
 # --------------------------------------------------------------------------- reference twins
 
-needs_shared = pytest.mark.skipif(not REF_AISIMULATE.is_dir(), reason="shared reference tree not present")
+needs_shared_aisimulate = needs_shared(REF_AISIMULATE)
 REF_FILES = sorted(REF_AISIMULATE.glob("*.yaml")) if REF_AISIMULATE.is_dir() else []
 
 
@@ -398,7 +399,7 @@ def _reference_facts(path: Path) -> dict:
     }
 
 
-@needs_shared
+@needs_shared_aisimulate
 @pytest.mark.parametrize("ref", REF_FILES, ids=lambda p: p.name)
 def test_every_reference_aisimulate_scenario_has_a_twin(ref: Path):
     twin = SCENARIOS / "aisimulate" / ref.name
@@ -418,7 +419,7 @@ def test_every_reference_aisimulate_scenario_has_a_twin(ref: Path):
     assert got == want
 
 
-@needs_shared
+@needs_shared_aisimulate
 def test_no_embedded_aisimulate_scenario_lacks_a_reference():
     ours = {p.name for p in (SCENARIOS / "aisimulate").glob("*.yaml")}
     assert ours == {p.name for p in REF_FILES}
@@ -435,7 +436,7 @@ def _tool(name: str):
     return mod
 
 
-@pytest.mark.skipif(not REF_REGISTRY.is_dir(), reason="shared reference tree not present")
+@needs_shared(REF_REGISTRY)
 def test_registry_generator_reproduces_the_committed_sets():
     gen = _tool("gen_registry")
     texts, _ = gen.build_all(REF_REGISTRY)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import needs_shared
 from latencykernel.documents.chip import load_chip
 from latencykernel.documents.coefficients import load_coefficient_set
 from latencykernel.documents.common import clear_cache, read_yaml, validate
@@ -19,7 +20,7 @@ from latencykernel.inputs import open_inputs, validate_inputs
 from latencykernel.repos import Repos
 
 REF = Path(__file__).resolve().parents[1].parent / "shared" / "reference"
-pytestmark = pytest.mark.skipif(not REF.is_dir(), reason=f"{REF} is absent")
+pytestmark = needs_shared(REF)
 
 CATALOG = REF / "blis-catalog"
 REGISTRY = REF / "blis-registry"

@@ -3,8 +3,10 @@
 For every named scenario, each stated input is replaced in turn by a wrong-typed, negative,
 zero, NaN, infinite, list, mapping, unit-mismatched or unparsable value. The variant is
 either refused with a ``LatencyKernelError`` subclass that names the input, or accepted;
-an accepted variant evaluates every output with only our errors recorded and no NaN
-value. A raw TypeError, ValueError, ZeroDivisionError or pint error fails the test.
+an accepted variant evaluates every output with only our errors recorded, and every figure
+finite and non-negative (an output whose summary says "negative: ..." is a documented signed
+figure, finite only). A raw TypeError, ValueError, ZeroDivisionError or pint error fails the
+test. Huge integers and quantities are among the inputs (issue 10).
 """
 
 from __future__ import annotations
@@ -40,6 +42,13 @@ BAD: tuple[Any, ...] = (
     "1 parsec",
     "1 B/param",
     b"8",
+    # huge integers and quantities (issue 10: ZeroDivisionError, inf GB, negative times)
+    10**30,
+    2**63,
+    -(2**63),
+    Q_(1e300, "s"),
+    Q_(float("inf"), "B"),
+    Q_(10**30, "token"),
 )
 
 
@@ -62,15 +71,26 @@ def _names_the_input(e: LatencyKernelError, name: str) -> bool:
     return name in str(e) or str(argument).startswith(name)
 
 
-def _is_nan(value: Any) -> bool:
-    mags: list[Any] = [value]
+def _magnitudes(value: Any) -> list[Any]:
+    """The plain numbers inside an output value (a number, a quantity, a mapping or list of them)."""
     if isinstance(value, dict):
-        mags = list(value.values())
-    for m in mags:
-        m = getattr(m, "magnitude", m)
-        if isinstance(m, float) and math.isnan(m):
-            return True
-    return False
+        return [m for v in value.values() for m in _magnitudes(v)]
+    if isinstance(value, (list, tuple)):
+        return [m for v in value for m in _magnitudes(v)]
+    m = getattr(value, "magnitude", value)
+    return [m] if isinstance(m, (int, float)) and not isinstance(m, bool) else []
+
+
+def _is_nan(value: Any) -> bool:
+    return any(isinstance(m, float) and math.isnan(m) for m in _magnitudes(value))
+
+
+def _bad_figure(value: Any) -> Any:
+    """The first magnitude that is not finite and non-negative, else None."""
+    for m in _magnitudes(value):
+        if not math.isfinite(m) or m < 0:
+            return m
+    return None
 
 
 @pytest.mark.parametrize(("key", "name"), _cases())
@@ -85,6 +105,15 @@ def test_every_input_is_refused_as_our_error_or_accepted(key: str, name: str) ->
         # accepted: every output evaluates, refusals recorded as our errors (evaluate re-raises others)
         for ev in variant.evaluate():
             assert ev.error is not None or not _is_nan(ev.value), f"{key}.{name}={bad!r}: {ev.output.name} is NaN"
+            if ev.error is not None:
+                continue
+            signed = "negative:" in (ev.output.summary or "")  # a documented signed figure (room to spare)
+            bad_figure = (
+                _bad_figure(ev.value)
+                if not signed
+                else next((m for m in _magnitudes(ev.value) if not math.isfinite(m)), None)
+            )
+            assert bad_figure is None, f"{key}.{name}={bad!r}: {ev.output.name} = {ev.value!r}"
 
 
 def test_the_fuzz_covers_every_named_scenario_class() -> None:
@@ -147,3 +176,43 @@ def test_decode_batch_refuses_a_bare_int_as_our_error() -> None:
     with pytest.raises(ScenarioInputError) as info:
         decode_batch(kernel, 4096, [1, -1])
     assert info.value.argument == "batch_sizes[1]"
+
+
+def test_saturating_inputs_are_refused_naming_the_input() -> None:
+    """Guards issue 10's reproducer: a utilization above 1 gave fast_time = -4.43 ms."""
+    s = Scenarios.get("ResNet50FasterModelAt80PctH100")
+    with pytest.raises(ScenarioInputError, match="saturates") as info:
+        s.variant(fast_service=Q_(1, "s"))
+    assert info.value.argument == "fast_service"
+    plan = Scenarios.get("ResNet50FleetPlanH100")
+    with pytest.raises(ScenarioInputError) as info:
+        plan.variant(service_time=Q_(1, "s"))
+    assert info.value.argument == "service_time"
+    tax = Scenarios.get("InteractiveRequestServingTax")
+    with pytest.raises(ScenarioInputError) as info:
+        tax.variant(model_time=Q_(1, "s"))
+    assert info.value.argument == "model_time"
+
+
+@pytest.mark.parametrize("value", [float("inf"), 1e300, 10**400])
+def test_non_finite_and_huge_factors_are_refused(value: Any) -> None:
+    """Guards issue 10's reproducer: kv_width_factor=inf returned inf GB."""
+    s = Scenarios.get("Gpt2XlKvFullWindow")
+    with pytest.raises(ScenarioInputError) as info:
+        s.variant(kv_width_factor=value)
+    assert info.value.argument == "kv_width_factor"
+
+
+@pytest.mark.parametrize("value", [10**30, 2**63, Q_(1e300, "s"), Q_(float("inf"), "B")])
+def test_huge_inputs_are_refused_not_divided_by_zero(value: Any) -> None:
+    """Guards issue 10: huge integers raised ZeroDivisionError (and huge quantities gave inf);
+    every input of every class is refused with our error naming it, or gives finite figures
+    (the parametrised fuzz above checks the figures)."""
+    for key, name in _cases():
+        try:
+            variant = Scenarios.get(key).variant(**{name: value})
+        except LatencyKernelError as e:
+            assert _names_the_input(e, name), f"{key}.{name}: {e}"
+            continue
+        for ev in variant.evaluate():
+            assert ev.error is not None or all(math.isfinite(m) for m in _magnitudes(ev.value)), (key, name)

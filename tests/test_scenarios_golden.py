@@ -16,6 +16,7 @@ from typing import Any
 import pint
 import pytest
 
+from conftest import require_shared
 from latencykernel.errors import LatencyKernelError
 from latencykernel.scenarios import (
     LEFT_OUT,
@@ -273,8 +274,7 @@ def test_kv_consistency_fixes_mlsysims_second_kv_path() -> None:
 
 
 def test_packaged_subset_matches_the_study_file() -> None:
-    if not golden.SHARED_GOLDEN.exists():
-        pytest.skip(f"{golden.SHARED_GOLDEN} is not present on this machine")
+    require_shared(golden.SHARED_GOLDEN)
     full = json.loads(golden.SHARED_GOLDEN.read_text(encoding="utf-8"))
     refs = {r["registry"] for kind in ("hardware", "workloads") for r in G["registries"][kind]}
     assert golden.extract(full, set(NAMED), refs) == G

@@ -23,6 +23,10 @@ _EXPORTS: dict[str, str] = {
     "LatencyKernelError": "latencykernel.errors",
     "DocumentError": "latencykernel.errors",
     "RefusedError": "latencykernel.errors",
+    "ScenarioInputError": "latencykernel.errors",
+    "UnknownPrecisionError": "latencykernel.errors",
+    "UnknownScenarioError": "latencykernel.errors",
+    "NotApplicableError": "latencykernel.errors",
     # batch and result types
     "ReqShape": "latencykernel.batch",
     "Batch": "latencykernel.batch",
@@ -61,12 +65,22 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+    """The public names only: the exports and ``__version__`` (not this module's own helpers
+    such as ``importlib``, ``Any`` or ``TYPE_CHECKING``, nor submodules already imported)."""
+    return sorted([*_EXPORTS, "__version__"])
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs only
     from latencykernel.batch import Batch, ReqShape, Resource, StepEstimate
-    from latencykernel.errors import DocumentError, LatencyKernelError, RefusedError
+    from latencykernel.errors import (
+        DocumentError,
+        LatencyKernelError,
+        NotApplicableError,
+        RefusedError,
+        ScenarioInputError,
+        UnknownPrecisionError,
+        UnknownScenarioError,
+    )
     from latencykernel.inputs import Inputs, build_inputs, open_inputs, validate_inputs
     from latencykernel.kernel import (
         KERNEL_ASSUMPTION_SET,

@@ -6,29 +6,47 @@ set in listed order, the storage classes (always), then the engine rules by
 ``engine_version``. ``build_inputs`` makes the bundle in memory from catalog names.
 ``validate_inputs`` re-runs every check on (possibly edited) inputs, so edited, built and
 opened inputs pass through the same validation.
+
+Documents a caller receives are copies (edit them freely). Inside ``shared_documents()``
+(what ``latencykernel.open`` and ``build`` use) the loaders hand the cached originals
+instead, and ``validate_inputs`` keeps them without a copy or a second validation: those
+inputs go straight into a kernel and are never returned to the caller, so building a
+kernel copies nothing and no edit can reach the cache or a kernel.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from latencykernel.documents.base_models import MEMORY
 from latencykernel.documents.chip import Chip, load_chip
 from latencykernel.documents.coefficients import CoefficientSet, load_coefficient_set
-from latencykernel.documents.common import MEMORY, copy_if_unchanged, show, validate
+from latencykernel.documents.copying import copy_if_unchanged
 from latencykernel.documents.fabric import Fabric, load_fabric
 from latencykernel.documents.graph import ModelGraph, load_graph
 from latencykernel.documents.rules import EngineRules, lookup_rules
 from latencykernel.documents.scenario import Deployment, Pool, Scenario, check_bundle, load_bundle
 from latencykernel.documents.storage import StorageClass, load_storage
+from latencykernel.documents.validation import show, validate
 from latencykernel.errors import DocumentError
 from latencykernel.repos import Repos
 
-__all__ = ["Inputs", "open_inputs", "build_inputs", "validate_inputs", "DEFAULT_COEFFICIENTS", "DEFAULT_ENGINE_VERSION"]
+__all__ = [
+    "Inputs",
+    "open_inputs",
+    "build_inputs",
+    "validate_inputs",
+    "shared_documents",
+    "DEFAULT_COEFFICIENTS",
+    "DEFAULT_ENGINE_VERSION",
+]
 
 DEFAULT_ENGINE_VERSION = "0.31.0"
 DEFAULT_COEFFICIENTS: tuple[str, ...] = (
@@ -41,6 +59,20 @@ DEFAULT_COEFFICIENTS: tuple[str, ...] = (
 )
 
 M = TypeVar("M", bound=BaseModel)
+
+_SHARING: ContextVar[bool] = ContextVar("latencykernel_shared_documents", default=False)
+
+
+@contextmanager
+def shared_documents() -> Iterator[None]:
+    """Within this block ``open_inputs``/``build_inputs`` return inputs holding the cached
+    documents themselves (read-only; marked so ``validate_inputs`` neither copies nor
+    re-validates them). For code that passes the inputs straight to ``new`` and drops them."""
+    token = _SHARING.set(True)
+    try:
+        yield
+    finally:
+        _SHARING.reset(token)
 
 
 @dataclass
@@ -61,6 +93,9 @@ class Inputs:
     coefficients: list[CoefficientSet]
     rules: EngineRules
     files: dict[str, str] = field(default_factory=dict)
+    # True when model, coefficients, chip, fabric and storage are the cache's own originals
+    # (made inside ``shared_documents()``): read-only, never handed to a caller.
+    _shared: bool = field(default=False, repr=False, compare=False)
 
     @property
     def stated_pool(self) -> Pool:
@@ -145,6 +180,8 @@ def validate_inputs(inputs: Inputs) -> Inputs:
     """
     fl = inputs.files
     name = fl.get
+    if inputs._shared:
+        return _validate_shared(inputs)
     scenario = _revalidate(Scenario, inputs.scenario, name("scenario", MEMORY))
     deployment = _revalidate(Deployment, inputs.deployment, name("deployment", MEMORY))
     check_bundle(scenario, deployment, name("scenario", MEMORY))
@@ -171,6 +208,32 @@ def validate_inputs(inputs: Inputs) -> Inputs:
     return Inputs(scenario, deployment, inputs.pool, model, chip, fabric, storage, coefficients, inputs.rules, dict(fl))
 
 
+def _validate_shared(inputs: Inputs) -> Inputs:
+    """``validate_inputs`` for inputs made inside ``shared_documents()``: the catalog and
+    registry documents are the validated cached originals, which no caller holds, so they are
+    kept as they are; the bundle (small, and the caller may have built it) is re-validated."""
+    fl = inputs.files
+    f = fl.get("scenario", MEMORY)
+    scenario = _revalidate(Scenario, inputs.scenario, f)
+    deployment = _revalidate(Deployment, inputs.deployment, fl.get("deployment", MEMORY))
+    check_bundle(scenario, deployment, f)
+    _check_pool(deployment, inputs.pool, fl.get("deployment", MEMORY))
+    _check_cross(scenario, deployment, inputs.fabric, inputs.storage, fl)
+    return Inputs(
+        scenario,
+        deployment,
+        inputs.pool,
+        inputs.model,
+        inputs.chip,
+        inputs.fabric,
+        inputs.storage,
+        list(inputs.coefficients),
+        inputs.rules,
+        dict(fl),
+        _shared=True,
+    )
+
+
 # --------------------------------------------------------------------------- loading
 
 
@@ -186,27 +249,28 @@ def _rules_for(scenario: Scenario, file: str) -> EngineRules:
 def _complete(scenario: Scenario, deployment: Deployment, pool: int, repos: Repos, files: dict[str, str]) -> Inputs:
     """Load the catalog and registry documents the bundle names (spec §1.1 order)."""
     f = files["scenario"]
+    share = _SHARING.get()
     gp = repos.graph_path(scenario.model, setting="model", origin=f)
-    model = load_graph(gp)
+    model = load_graph(gp, shared=share)
     cp = repos.chip_path(scenario.cluster.hardware, setting="cluster.hardware", origin=f)
-    chip = load_chip(cp)
+    chip = load_chip(cp, shared=share)
     files.update(model=str(gp), chip=str(cp))
     fabric = None
     if scenario.cluster.fabric:
         fp = repos.fabric_path(scenario.cluster.fabric, setting="cluster.fabric", origin=f)
-        fabric = load_fabric(fp)
+        fabric = load_fabric(fp, shared=share)
         files["fabric"] = str(fp)
     sets: list[CoefficientSet] = []
     for i, set_name in enumerate(scenario.coefficients):
         sp = repos.coefficient_path(set_name, setting=f"coefficients[{i}]", origin=f)
-        sets.append(load_coefficient_set(sp))
+        sets.append(load_coefficient_set(sp, shared=share))
         files[f"coefficients[{i}]"] = str(sp)
     stp = repos.storage_path(origin=f)
-    storage = load_storage(stp)
+    storage = load_storage(stp, shared=share)
     files["storage"] = str(stp)
     rules = _rules_for(scenario, f)
     _check_cross(scenario, deployment, fabric, storage, files)
-    return Inputs(scenario, deployment, pool, model, chip, fabric, storage, sets, rules, files)
+    return Inputs(scenario, deployment, pool, model, chip, fabric, storage, sets, rules, files, _shared=share)
 
 
 def open_inputs(scenario: str | os.PathLike[str], repos: Repos | None = None, pool: int = 0) -> Inputs:
@@ -251,7 +315,7 @@ def build_inputs(
     repos = repos or Repos.default()
     model_name = repos.find_model(model, setting="model")
     chip_name = repos.find_chip(hardware, setting="hardware")
-    chip = load_chip(repos.chip_path(chip_name, setting="hardware"))
+    chip = load_chip(repos.chip_path(chip_name, setting="hardware"), shared=True)  # read here only
     gpn = gpus_per_node if gpus_per_node is not None else (chip.GPUsPerNode or 8)
     cluster: dict[str, Any] = {"hardware": chip_name, "nodes": nodes, "gpus_per_node": gpn}
     if fabric is not None:

@@ -66,6 +66,7 @@ class PlannedAttention:
         top_k): a sparse-MLA layer's indexer top-k, else its window; 0 for dense attention."""
         if self.kind != "sparse_mla":
             return 0
+        # KNOWN DIVERGENCE D9: a compressed sparse layer without top-k reads its whole context.
         return self.index_topk if self.index_topk > 0 else self.window
 
     @property
@@ -224,7 +225,7 @@ def _plan_nodes(
         elif op in ("AllReduce", "AllGather", "ReduceScatter"):
             lp.collectives.append(PlannedCollective(Op(op), Group.TP, hidden * ACTIVATION_BYTES, False))
         elif op == "All2All":
-            # KNOWN DIVERGENCE: dispatch priced at 16 bits even where a quantized MoE kernel
+            # KNOWN DIVERGENCE D2: dispatch priced at 16 bits even where a quantized MoE kernel
             # sends fp8/fp4 activations (about 2x on w8a8 dispatch). See docs/divergences.md.
             lp.collectives.append(PlannedCollective(Op.ALL2ALL, Group.EXPERT, hidden * ACTIVATION_BYTES, True))
 

@@ -199,7 +199,7 @@ class Repos:
 
     def _repo_ids(self) -> dict[str, str]:
         """``model.yaml`` ``source.repo`` -> catalog name, for every model that states one."""
-        from latencykernel.documents.common import read_yaml
+        from latencykernel.documents.yaml_loader import read_yaml
 
         out: dict[str, str] = {}
         for name in self._model_dirs():

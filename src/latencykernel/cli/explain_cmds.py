@@ -68,7 +68,7 @@ def explain_cmd(
         return
     if name in LEFT_OUT:
         type_name, reason = LEFT_OUT[name]
-        from latencykernel.scenarios.errors import UnknownScenarioError
+        from latencykernel.errors import UnknownScenarioError
 
         raise UnknownScenarioError(f"mlsysim's {name} ({type_name}) is left out: {reason}")
     # A deployment: the calibrated kernel's decode batches and the same deployment's floor.
@@ -81,7 +81,7 @@ def explain_cmd(
     try:
         repos.scenario_path(name)
     except DocumentError as e:  # only a name that is no file is re-worded; errors inside a file pass unchanged
-        from latencykernel.scenarios.errors import UnknownScenarioError
+        from latencykernel.errors import UnknownScenarioError
 
         raise UnknownScenarioError(
             f"{name!r} is neither a named scenario nor a deployment scenario file. Named scenarios "

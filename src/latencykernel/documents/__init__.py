@@ -6,9 +6,10 @@ value and what is accepted.
 
 from __future__ import annotations
 
+from latencykernel.documents.base_models import StrictModel
+from latencykernel.documents.cache import clear_cache
 from latencykernel.documents.chip import Chip, load_chip
 from latencykernel.documents.coefficients import CoefficientEntry, CoefficientSet, Scope, Source, load_coefficient_set
-from latencykernel.documents.common import StrictModel, clear_cache, read_yaml, strip_comment_keys, validate
 from latencykernel.documents.fabric import Fabric, load_fabric
 from latencykernel.documents.graph import (
     LayerKind,
@@ -31,6 +32,8 @@ from latencykernel.documents.scenario import (
     load_bundle,
 )
 from latencykernel.documents.storage import StorageClass, load_storage
+from latencykernel.documents.validation import validate
+from latencykernel.documents.yaml_loader import read_yaml, strip_comment_keys
 
 __all__ = [
     "Chip",

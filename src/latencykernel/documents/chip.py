@@ -9,15 +9,10 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from latencykernel.documents.common import (
-    Invalid,
-    NamedByFile,
-    cached,
-    read_yaml,
-    require_mapping,
-    strip_comment_keys,
-    validate,
-)
+from latencykernel.documents.base_models import Invalid, NamedByFile
+from latencykernel.documents.cache import cached
+from latencykernel.documents.validation import require_mapping, validate
+from latencykernel.documents.yaml_loader import read_yaml, strip_comment_keys
 
 __all__ = ["ProvenanceKind", "Chip", "load_chip"]
 
@@ -68,6 +63,10 @@ def _parse_chip(path: Path) -> Chip:
     return chip
 
 
-def load_chip(path: str | os.PathLike[str]) -> Chip:
-    """Read a chip file; its ``name`` is the file stem."""
-    return cached("chip", path, _parse_chip)
+def load_chip(path: str | os.PathLike[str], *, shared: bool = False) -> Chip:
+    """Read a chip file; its ``name`` is the file stem.
+
+    A copy each call (edit it freely); ``shared``: the cached original, for read-only use
+    by the kernel and the scenario library (never hand it out).
+    """
+    return cached("chip", path, _parse_chip, shared=shared)

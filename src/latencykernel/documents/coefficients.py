@@ -12,15 +12,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from latencykernel.documents.common import (
-    Invalid,
-    StrictModel,
-    cached,
-    read_yaml,
-    require_mapping,
-    show,
-    validate,
-)
+from latencykernel.documents.base_models import Invalid, StrictModel
+from latencykernel.documents.cache import cached
+from latencykernel.documents.validation import require_mapping, show, validate
+from latencykernel.documents.yaml_loader import read_yaml
 
 __all__ = [
     "Units",
@@ -185,6 +180,10 @@ def _parse_set(path: Path) -> CoefficientSet:
     return validate(CoefficientSet, data, path)
 
 
-def load_coefficient_set(path: str | os.PathLike[str]) -> CoefficientSet:
-    """Read a coefficient set file."""
-    return cached("coefficients", path, _parse_set)
+def load_coefficient_set(path: str | os.PathLike[str], *, shared: bool = False) -> CoefficientSet:
+    """Read a coefficient set file.
+
+    A copy each call (edit it freely); ``shared``: the cached original, for read-only use
+    by the kernel and the scenario library (never hand it out).
+    """
+    return cached("coefficients", path, _parse_set, shared=shared)

@@ -8,8 +8,11 @@ from typing import Annotated
 
 from pydantic import Field
 
+from latencykernel.documents.base_models import NamedByFile
+from latencykernel.documents.cache import cached
 from latencykernel.documents.chip import ProvenanceKind
-from latencykernel.documents.common import NamedByFile, cached, read_yaml, require_mapping, strip_comment_keys, validate
+from latencykernel.documents.validation import require_mapping, validate
+from latencykernel.documents.yaml_loader import read_yaml, strip_comment_keys
 
 __all__ = ["Fabric", "load_fabric"]
 
@@ -34,6 +37,10 @@ def _parse_fabric(path: Path) -> Fabric:
     return fabric
 
 
-def load_fabric(path: str | os.PathLike[str]) -> Fabric:
-    """Read a fabric file; its ``name`` is the file stem."""
-    return cached("fabric", path, _parse_fabric)
+def load_fabric(path: str | os.PathLike[str], *, shared: bool = False) -> Fabric:
+    """Read a fabric file; its ``name`` is the file stem.
+
+    A copy each call (edit it freely); ``shared``: the cached original, for read-only use
+    by the kernel and the scenario library (never hand it out).
+    """
+    return cached("fabric", path, _parse_fabric, shared=shared)

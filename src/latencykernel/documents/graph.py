@@ -14,15 +14,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from latencykernel.documents.common import (
-    Invalid,
-    StrictModel,
-    cached,
-    read_yaml,
-    require_mapping,
-    show,
-    validate,
-)
+from latencykernel.documents.base_models import Invalid, StrictModel
+from latencykernel.documents.cache import cached
+from latencykernel.documents.validation import require_mapping, show, validate
+from latencykernel.documents.yaml_loader import read_yaml
 
 __all__ = [
     "Dtype",
@@ -360,9 +355,13 @@ def _parse_identity(path: Path) -> ModelIdentity:
     return validate(ModelIdentity, data, path)
 
 
-def load_graph(path: str | os.PathLike[str]) -> ModelGraph:
-    """Read a ``graph.yaml``."""
-    return cached("graph", path, _parse_graph)
+def load_graph(path: str | os.PathLike[str], *, shared: bool = False) -> ModelGraph:
+    """Read a ``graph.yaml``.
+
+    A copy each call (edit it freely); ``shared``: the cached original, for read-only use
+    by the kernel and the scenario library (never hand it out).
+    """
+    return cached("graph", path, _parse_graph, shared=shared)
 
 
 def load_model_identity(path: str | os.PathLike[str]) -> ModelIdentity:

@@ -10,15 +10,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from latencykernel.documents.common import (
-    Invalid,
-    StrictModel,
-    cached,
-    read_yaml_all,
-    require_mapping,
-    show,
-    validate,
-)
+from latencykernel.documents.base_models import Invalid, StrictModel
+from latencykernel.documents.cache import cached
+from latencykernel.documents.validation import require_mapping, show, validate
+from latencykernel.documents.yaml_loader import read_yaml_all
 from latencykernel.errors import DocumentError
 
 __all__ = [

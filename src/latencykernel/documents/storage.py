@@ -14,16 +14,10 @@ from typing import Annotated, Any
 
 from pydantic import AliasChoices, Field, model_validator
 
-from latencykernel.documents.common import (
-    Invalid,
-    StrictModel,
-    cached,
-    is_comment_key,
-    read_yaml,
-    require_mapping,
-    strip_comment_keys,
-    validate,
-)
+from latencykernel.documents.base_models import Invalid, StrictModel
+from latencykernel.documents.cache import cached
+from latencykernel.documents.validation import require_mapping, validate
+from latencykernel.documents.yaml_loader import is_comment_key, read_yaml, strip_comment_keys
 from latencykernel.errors import DocumentError
 
 __all__ = ["StorageClass", "load_storage", "validate_storage"]
@@ -88,6 +82,10 @@ def _parse_storage(path: Path) -> dict[str, StorageClass]:
     return validate_storage(read_yaml(path), path)
 
 
-def load_storage(path: str | os.PathLike[str]) -> dict[str, StorageClass]:
-    """Read the storage classes file."""
-    return cached("storage", path, _parse_storage)
+def load_storage(path: str | os.PathLike[str], *, shared: bool = False) -> dict[str, StorageClass]:
+    """Read the storage classes file.
+
+    A copy each call (edit it freely); ``shared``: the cached original, for read-only use
+    by the kernel and the scenario library (never hand it out).
+    """
+    return cached("storage", path, _parse_storage, shared=shared)

@@ -73,7 +73,7 @@ def _check_cache_dtypes(engine: Any, kv_kind: str) -> None:
     c = engine.cache_dtype
     if c is not None:
         if c in UNPRICED_CACHE_DTYPES:
-            # KNOWN DIVERGENCE: per-token-head and turboquant pages are not sized; refused.
+            # KNOWN DIVERGENCE D5: per-token-head and turboquant pages are not sized; refused.
             raise _refuse(
                 f"engine.cache_dtype {c!r} is a vLLM KV format this kernel cannot size (its per-head "
                 f"scales are not modelled); use fp8 or bfloat16",
@@ -284,7 +284,7 @@ def new(inputs: Any) -> Kernel:
     eplb = eng.eplb
     R = (eplb.num_redundant_experts or 0) if (eplb is not None and eplb.enable_eplb) else 0
     if layout.expert_width <= 1:
-        # KNOWN DIVERGENCE: with PCP and EP off vLLM slices experts 1/(dp·pcp·tp); we use 1/(dp·tp).
+        # KNOWN DIVERGENCE D4: with PCP and EP off vLLM slices experts 1/(dp·pcp·tp); we use 1/(dp·tp).
         expert_tensor_shards = layout.tp * max(layout.dp, 1)
     else:
         expert_tensor_shards = 1

@@ -555,7 +555,7 @@ def _build(c: StepConstants) -> FastPlan:
     if not (peak > 0 and hbm_bw > 0 and eps > 0 and tp > 0 and c.uniform_decode_width >= 1):
         raise _Uncovered("no compute peak, bandwidth or ramp")
     layout = c.layout
-    # KNOWN DIVERGENCE: under PCP the funnel multiplies routed tokens by DP, not PCP (as step.py).
+    # KNOWN DIVERGENCE D3: under PCP the funnel multiplies routed tokens by DP, not PCP (as step.py).
     funnel = layout.dp if (layout.moe_group > 1 and layout.dp > 1) else 1
     dp_slice = c.expert_tensor_shards / tp if layout.expert_width <= 1 else 1.0
     routed_a2a = layout.routed_all2all()
@@ -584,7 +584,7 @@ def _build(c: StepConstants) -> FastPlan:
         expert = None
         if lp.expert_flops_per_token_per_expert > 0:
             weight += lp.shared_expert_weight_bytes / tp
-            # KNOWN DIVERGENCE: routed FLOPs not divided by the TP slice (as step.py).
+            # KNOWN DIVERGENCE D1: routed FLOPs not divided by the TP slice (as step.py).
             R = (
                 routed_expert_flops(
                     1, lp.top_k, c.local_expert_share, lp.expert_flops_per_token_per_expert, c.moe_imbalance, dp_slice

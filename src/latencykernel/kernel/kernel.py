@@ -276,7 +276,7 @@ class Kernel:
         if tokens <= 0:
             return 0
         c = self._c
-        # KNOWN DIVERGENCE: a hybrid sliding-window + full stack under DCP keeps its capacity
+        # KNOWN DIVERGENCE D6: a hybrid sliding-window + full stack under DCP keeps its capacity
         # unsharded (vLLM refuses that layout by default).
         t = math.ceil(tokens / c.dcp) if c.dcp > 1 and c.dcp_shards_all_kv_layers else tokens
         total = paged_bytes(t, c.block_size, c.kv_bytes_per_token)

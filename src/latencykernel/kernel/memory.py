@@ -124,7 +124,7 @@ def fixed_memory(
     if any_group:
         c = snap_declared_width(layout.tp, _declared(coeffs, "nccl_communicator_bytes_"))
         pre += _need(coeffs, f"nccl_communicator_bytes_{c}rank")
-    # KNOWN DIVERGENCE: all-to-all dispatch buffers under expert parallelism are not sized
+    # KNOWN DIVERGENCE D8: all-to-all dispatch buffers under expert parallelism are not sized
     # (no coefficient exists); new() records the assumption where it applies.
     comm = 0.0
     return MemoryBreakdown(int(weights), int(act), int(graph_bytes), int(comm), int(eplb)), int(pre)

@@ -12,10 +12,12 @@ __all__ = ["open", "open_pool", "build"]
 
 
 def open_pool(scenario: str | os.PathLike[str], repos: Any = None, pool: int = 0) -> Kernel:
-    """Read ``scenario`` and everything it names, and build a kernel for pool ``pool``."""
-    from latencykernel.inputs import open_inputs
+    """Read ``scenario`` and everything it names, and build a kernel for pool ``pool``
+    (the cached documents are shared with the kernel, not copied: see ``shared_documents``)."""
+    from latencykernel.inputs import open_inputs, shared_documents
 
-    return new(open_inputs(scenario, repos, pool))
+    with shared_documents():
+        return new(open_inputs(scenario, repos, pool))
 
 
 def open(scenario: str | os.PathLike[str], repos: Any = None) -> Kernel:  # noqa: A001 - the guide's name
@@ -25,7 +27,9 @@ def open(scenario: str | os.PathLike[str], repos: Any = None) -> Kernel:  # noqa
 
 def build(model: str, hardware: str, **settings: Any) -> Kernel:
     """A kernel for a deployment made in memory from catalog names (see ``build_inputs``);
-    it goes through exactly the validation a file does."""
-    from latencykernel.inputs import build_inputs
+    it goes through exactly the validation a file does (the cached documents are shared with
+    the kernel, not copied: see ``shared_documents``)."""
+    from latencykernel.inputs import build_inputs, shared_documents
 
-    return new(build_inputs(model, hardware, **settings))
+    with shared_documents():
+        return new(build_inputs(model, hardware, **settings))

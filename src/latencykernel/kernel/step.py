@@ -172,7 +172,7 @@ def price_step(
     peak, hbm_bw, tp = c.peak_flops_per_s, c.hbm_bytes_per_s, c.tp
     ramp = efficiency(T, c.eps_max, c.m_half)
     layout = c.layout
-    # KNOWN DIVERGENCE: under PCP the funnel multiplies routed tokens by DP, not PCP.
+    # KNOWN DIVERGENCE D3: under PCP the funnel multiplies routed tokens by DP, not PCP.
     funnel = layout.dp if (layout.moe_group > 1 and layout.dp > 1) else 1
     routed_tokens = T * funnel
     dp_slice = c.expert_tensor_shards / tp if layout.expert_width <= 1 else 1.0
@@ -198,7 +198,7 @@ def price_step(
         weight_bytes += lp.dense_weight_bytes / tp
 
         if lp.expert_flops_per_token_per_expert > 0:
-            # KNOWN DIVERGENCE: routed-expert FLOPs are not divided by the tensor-parallel
+            # KNOWN DIVERGENCE D1: routed-expert FLOPs are not divided by the tensor-parallel
             # slice (vLLM splits each expert's matrices over TP). Kept from the Go kernel,
             # where dividing scored worse end to end; see docs/divergences.md.
             routed_flops += routed_expert_flops(

@@ -97,6 +97,7 @@ PRICED_CACHE_DTYPES = (
     "nvfp4",
     "nvfp4_4over6",
 )
+# KNOWN DIVERGENCE D5: these vLLM KV formats are not sized (their page geometry is unstated).
 UNPRICED_CACHE_DTYPES = (
     "turboquant_k8v4",
     "turboquant_4bit_nc",

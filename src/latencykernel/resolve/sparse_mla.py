@@ -35,7 +35,7 @@ def sparse_mla_backend(
     FlashMLA-sparse allocates the packed fp8_ds_mla page (656 B per token per layer) for
     any quantized cache other than nvfp4_ds_mla.
     """
-    # KNOWN DIVERGENCE: "auto" taken as 16-bit, FlashInfer >= 0.6.18 assumed, no SM120 part.
+    # KNOWN DIVERGENCE D7: "auto" taken as 16-bit, FlashInfer >= 0.6.18 assumed, no SM120 part.
     c = cache or "auto"
     if chip.lower() in PRE_HOPPER_PARTS:
         raise RefusedError(

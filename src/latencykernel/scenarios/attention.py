@@ -10,9 +10,9 @@ from typing import Any, ClassVar
 
 import pint
 
+from latencykernel.errors import ScenarioInputError
 from latencykernel.scenarios import registry
 from latencykernel.scenarios.base import InputDoc, Scenario
-from latencykernel.scenarios.errors import ScenarioInputError
 from latencykernel.scenarios.hardware import Hardware
 from latencykernel.scenarios.metadata import output
 from latencykernel.scenarios.named import register
@@ -21,6 +21,7 @@ from latencykernel.scenarios.units import (
     as_quantity,
     count,
     fraction,
+    magnitude_in,
     mapping,
     nonnegative_int,
     positive_int,
@@ -78,7 +79,7 @@ class AttentionTilingScenario(Scenario):
         self._set("bytes_per_value", as_quantity("bytes_per_value", self.bytes_per_value, "B", positive=True))
 
     def _b(self) -> float:
-        return float(self.bytes_per_value.to("B").magnitude)
+        return magnitude_in(self.bytes_per_value, "B")
 
     def _io(self) -> float:
         return self.io_tensors * self.seq_len * self.head_dim * self._b()
@@ -193,10 +194,8 @@ class RingAttentionScenario(Scenario):
     def min_chunk_tokens(self) -> dict[str, pint.Quantity]:
         """Smallest chunk per link whose compute hides the next chunk's transfer."""
         rate = self.accelerator.peak_flops_per_s(self.precision) * self.local_efficiency
-        b = float(self.element_bytes.to("B").magnitude)
-        return {
-            k: quantity(2 * b * rate / (4 * float(bw.to("B/s").magnitude)), "token") for k, bw in self.links.items()
-        }
+        b = magnitude_in(self.element_bytes, "B")
+        return {k: quantity(2 * b * rate / (4 * magnitude_in(bw, "B/s")), "token") for k, bw in self.links.items()}
 
 
 @register("AttentionScores4096TokensFp32")

@@ -162,6 +162,8 @@ class Scenario:
 
 def _same(a: Any, b: Any) -> bool:
     """Whether two validated input values are equal (values that cannot be compared differ)."""
+    if a is b:
+        return True
     try:
         return bool(a == b)
     except Exception:  # noqa: BLE001 - pint or numpy refusing the comparison means "changed"

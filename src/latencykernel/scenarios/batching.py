@@ -7,11 +7,11 @@ from typing import Any, ClassVar
 
 import pint
 
+from latencykernel.errors import ScenarioInputError
 from latencykernel.scenarios.base import InputDoc, Scenario
-from latencykernel.scenarios.errors import ScenarioInputError
 from latencykernel.scenarios.metadata import output
 from latencykernel.scenarios.named import register
-from latencykernel.scenarios.units import Q_, as_quantity, int_list, nonnegative_int, quantity
+from latencykernel.scenarios.units import Q_, as_quantity, int_list, magnitude_in, nonnegative_int, quantity
 
 __all__ = ["BatchingKneeScenario"]
 
@@ -53,8 +53,8 @@ class BatchingKneeScenario(Scenario):
         self._set("fixed_time", as_quantity("fixed_time", self.fixed_time, "s", nonnegative=True))
         self._set("per_request_time", as_quantity("per_request_time", self.per_request_time, "s", positive=True))
         self._set("batch_sizes", int_list("batch_sizes", self.batch_sizes))
-        self._set("_t0", float(self.fixed_time.to("s").magnitude))
-        self._set("_tr", float(self.per_request_time.to("s").magnitude))
+        self._set("_t0", magnitude_in(self.fixed_time, "s"))
+        self._set("_tr", magnitude_in(self.per_request_time, "s"))
 
     def _s(self, batch_size: Any) -> tuple[int, float]:
         b = nonnegative_int("batch_size", batch_size)

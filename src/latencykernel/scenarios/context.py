@@ -8,6 +8,7 @@ from typing import ClassVar
 
 import pint
 
+from latencykernel.errors import ScenarioInputError
 from latencykernel.scenarios.base import InputDoc, Scenario
 from latencykernel.scenarios.metadata import output
 from latencykernel.scenarios.named import register
@@ -88,6 +89,13 @@ class ContextAdmissionScenario(Scenario):
     def _validate(self) -> None:
         for name in ("window", "output_reserve", "text_tokens", "image_tokens"):
             self._set(name, count(name, getattr(self, name), "token"))
+        if self.output_reserve > self.window:
+            # issue 10: input_ceiling (window - output_reserve) came out negative
+            raise ScenarioInputError(
+                f"output_reserve={self.output_reserve} exceeds window={self.window}: no position is left for the input",
+                argument="output_reserve",
+                value=self.output_reserve,
+            )
 
     def symbols(self) -> dict[str, object]:
         s = super().symbols()
@@ -102,7 +110,7 @@ class ContextAdmissionScenario(Scenario):
 
     @output(equation="input_ceiling - text_tokens", unit="token")
     def headroom(self) -> pint.Quantity:
-        """Positions left after the text alone."""
+        """Positions left after the text alone (negative: the text alone overflows the input ceiling)."""
         return Q_(self.window - self.output_reserve - self.text_tokens, "token")
 
     @output(equation="text_tokens + image_tokens + output_reserve", unit="token")

@@ -15,9 +15,9 @@ from typing import Any, ClassVar
 
 import pint
 
+from latencykernel.errors import NotApplicableError, ScenarioInputError
 from latencykernel.scenarios import registry
 from latencykernel.scenarios.base import InputDoc, Scenario
-from latencykernel.scenarios.errors import NotApplicableError, ScenarioInputError
 from latencykernel.scenarios.hardware import Hardware
 from latencykernel.scenarios.metadata import output
 from latencykernel.scenarios.named import register
@@ -26,6 +26,7 @@ from latencykernel.scenarios.units import (
     as_quantity,
     count,
     fraction,
+    magnitude_in,
     mapping,
     positive_int,
     quantity,
@@ -93,7 +94,7 @@ class DecodeScenario(Scenario):
                 argument="peak_precision",
                 value=self.peak_precision,
             )
-        self._set("_wb", float(wb.to("B").magnitude))
+        self._set("_wb", magnitude_in(wb, "B"))
 
     def symbols(self) -> dict[str, Any]:
         s = super().symbols()
@@ -162,7 +163,7 @@ class DecodeScenario(Scenario):
     @output(equation="attainable_flops / hardware.peak(peak_precision)", returns="float")
     def peak_fraction(self) -> float:
         """Attainable rate as a fraction of the peak."""
-        return float(self.attainable_flops.to("flop/s").magnitude) / self.hardware.peak_flops_per_s(self.peak_precision)
+        return magnitude_in(self.attainable_flops, "flop/s") / self.hardware.peak_flops_per_s(self.peak_precision)
 
     @output(equation="'Memory' if memory_time > compute_time else 'Compute'", returns="text")
     def bottleneck(self) -> str:
@@ -304,7 +305,7 @@ class ModelCallScenario(Scenario):
         """Deadline over total time (above 1: the call fits)."""
         if self.deadline is None:
             raise NotApplicableError("deadline_margin needs the input deadline")
-        return float(self.deadline.to("s").magnitude) / (self._prefill_s() + self._decode_s())
+        return magnitude_in(self.deadline, "s") / (self._prefill_s() + self._decode_s())
 
     @output(equation="product(stage_success.values())", returns="float", assumptions=("stages pass independently",))
     def acceptance(self) -> float:

@@ -10,9 +10,9 @@ from typing import Any, ClassVar
 
 import pint
 
+from latencykernel.errors import ScenarioInputError
 from latencykernel.scenarios.base import InputDoc, Scenario
 from latencykernel.scenarios.batching import BatchingKneeScenario
-from latencykernel.scenarios.errors import ScenarioInputError
 from latencykernel.scenarios.metadata import output
 from latencykernel.scenarios.named import register
 from latencykernel.scenarios.units import (
@@ -21,6 +21,7 @@ from latencykernel.scenarios.units import (
     count,
     fraction,
     int_list,
+    magnitude_in,
     mapping,
     nonnegative_int,
     positive_int,
@@ -236,6 +237,14 @@ class ServingTaxScenario(Scenario):
         for name in ("latency_target", "model_time", "exchange_low", "exchange_high"):
             self._set(name, as_quantity(name, getattr(self, name), "s", nonnegative=True))
         self._set("exchanges", nonnegative_int("exchanges", self.exchanges))
+        if magnitude_in(self.model_time, "s") > magnitude_in(self.latency_target, "s"):
+            # issue 10: outside_model (the time left for the rest of the request) came out negative
+            raise ScenarioInputError(
+                f"model_time={self.model_time:~P} exceeds latency_target={self.latency_target:~P}: the model "
+                f"alone misses the target, so no time is left outside it",
+                argument="model_time",
+                value=self.model_time,
+            )
 
     @output(equation="latency_target - model_time", unit="ms")
     def outside_model(self) -> pint.Quantity:

@@ -7,12 +7,12 @@ from typing import ClassVar
 
 import pint
 
+from latencykernel.errors import ScenarioInputError
 from latencykernel.scenarios import registry
 from latencykernel.scenarios.base import InputDoc, Scenario
-from latencykernel.scenarios.errors import ScenarioInputError
 from latencykernel.scenarios.metadata import output
 from latencykernel.scenarios.named import register
-from latencykernel.scenarios.units import Q_, as_quantity, nonnegative_int, quantity
+from latencykernel.scenarios.units import Q_, as_quantity, magnitude_in, nonnegative_int, quantity
 from latencykernel.scenarios.workloads import Workload
 
 __all__ = ["ExpertWeightTrafficScenario"]
@@ -61,7 +61,7 @@ class ExpertWeightTrafficScenario(Scenario):
         )
 
     def _b(self) -> float:
-        return float(self.bytes_per_param.to("B/param").magnitude)
+        return magnitude_in(self.bytes_per_param, "B/param")
 
     @output(equation="workload.parameters * bytes_per_param", unit="GB")
     def resident_bytes(self) -> pint.Quantity:
@@ -76,7 +76,7 @@ class ExpertWeightTrafficScenario(Scenario):
     @output(equation="dense_parameters * bytes_per_param", unit="GB")
     def dense_bytes(self) -> pint.Quantity:
         """Bytes the dense comparison model reads every step."""
-        return quantity(float(self.dense_parameters.to("param").magnitude) * self._b(), "B", "GB")
+        return quantity(magnitude_in(self.dense_parameters, "param") * self._b(), "B", "GB")
 
     @output(equation="resident_bytes / active_bytes", returns="float")
     def resident_to_active(self) -> float:
@@ -86,7 +86,7 @@ class ExpertWeightTrafficScenario(Scenario):
     @output(equation="dense_bytes / active_bytes", returns="float")
     def dense_to_active(self) -> float:
         """Dense model's reads over the MoE's reads per token."""
-        return float(self.dense_parameters.to("param").magnitude) / self.workload.n_active_parameters
+        return magnitude_in(self.dense_parameters, "param") / self.workload.n_active_parameters
 
     @output(
         equation="workload.weights_read(bytes_per_param, batch_size)",

@@ -48,9 +48,8 @@ def extract(full: dict[str, Any], shipped: set[str], recorded_registry: set[str]
 
 def write(full_path: Path = SHARED_GOLDEN) -> Path:
     """Rebuild the packaged subset from the full file (run by hand after changing what ships)."""
-    from latencykernel.scenarios.hardware import RECORDED_HARDWARE
     from latencykernel.scenarios.named import keys
-    from latencykernel.scenarios.workloads import RECORDED_WORKLOADS
+    from latencykernel.scenarios.reference_data import RECORDED_HARDWARE, RECORDED_WORKLOADS
 
     full = json.loads(full_path.read_text(encoding="utf-8"))
     refs = {h.source.split()[3].rstrip(",") for h in RECORDED_HARDWARE.values()}

@@ -6,13 +6,15 @@ Two sources, one type:
   kernel prices with): ``BwPeakTBs``, ``MemoryGiB``, ``TFlopsPeak`` (dense BF16),
   ``TFlopsFP8``, ``TFlopsNVFP4``, ``IntraNodeBwGBps``.
 * ``Hardware.recorded("H100")``: the figures mlsysim 0.3.0 registers for a device, as its
-  golden file records them. Named scenarios that reproduce mlsysim use these, and say so.
+  golden file records them (``data/scenario_library/recorded_hardware.yaml``, each device
+  with its source). Named scenarios that reproduce mlsysim use these, and say so.
 
 A precision key the device lacks is an ``UnknownPrecisionError`` that lists the keys it has.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -21,12 +23,11 @@ import pint
 if TYPE_CHECKING:
     from latencykernel.documents.chip import Chip
 
-from latencykernel.scenarios.errors import UnknownPrecisionError, UnknownScenarioError
-from latencykernel.scenarios.units import Q_
+from latencykernel.errors import UnknownPrecisionError, UnknownScenarioError
+from latencykernel.scenarios.reference_data import RECORDED_HARDWARE  # package data, read on first use
+from latencykernel.scenarios.units import Q_, magnitude_in
 
 __all__ = ["Hardware", "RECORDED_HARDWARE"]
-
-_MLSYSIM = "mlsysim 0.3.0 registry {ref}, as recorded in mlsysim-golden.json"
 
 
 @dataclass(frozen=True)
@@ -55,13 +56,13 @@ class Hardware:
     extra: tuple[tuple[str, Any], ...] = field(default=(), compare=False)
 
     # ---------------------------------------------------------------- floats (SI) for the cores
-    @property
+    @functools.cached_property
     def bandwidth_bytes_per_s(self) -> float:
-        return float(self.memory_bandwidth.to("B/s").magnitude)
+        return magnitude_in(self.memory_bandwidth, "B/s")
 
-    @property
+    @functools.cached_property
     def capacity_bytes(self) -> float:
-        return float(self.memory_capacity.to("B").magnitude)
+        return magnitude_in(self.memory_capacity, "B")
 
     @property
     def precision_keys(self) -> tuple[str, ...]:
@@ -105,7 +106,7 @@ class Hardware:
         from latencykernel.repos import Repos
 
         repos = repos if repos is not None else Repos.default()
-        chip = load_chip(repos.chip_path(chip_name, setting=setting))
+        chip = load_chip(repos.chip_path(chip_name, setting=setting), shared=True)  # read only
         return cls.from_chip(chip, catalog_name=chip_name)
 
     @classmethod
@@ -145,142 +146,3 @@ class Hardware:
             raise UnknownScenarioError(
                 f"no recorded hardware {key!r}; recorded: {', '.join(sorted(RECORDED_HARDWARE))}"
             ) from None
-
-
-def _rec(
-    key: str,
-    ref: str,
-    name: str,
-    bw: str,
-    cap: str,
-    peaks: dict[str, str],
-    headline: str | None,
-    catalog: str | None,
-    link: str | None = None,
-    host_link: str | None = None,
-) -> tuple[str, Hardware]:
-    return key, Hardware(
-        name=name,
-        memory_bandwidth=Q_(bw),
-        memory_capacity=Q_(cap),
-        peaks=tuple((k, Q_(v)) for k, v in peaks.items()),
-        headline_peak=Q_(headline) if headline else None,
-        source=_MLSYSIM.format(ref=ref),
-        catalog_name=catalog,
-        link_bandwidth=Q_(link) if link else None,
-        host_link_bandwidth=Q_(host_link) if host_link else None,
-    )
-
-
-# mlsysim's headline ``peak_flops`` (dense FP16 on its GPUs, INT8 on phone NPUs) is kept
-# apart from the named keys: H200 and MI300X register no ``fp16_dense`` key, and asking for
-# it is an error there, as it is in mlsysim (but one that lists the keys they have).
-RECORDED_HARDWARE: dict[str, Hardware] = dict(
-    (
-        _rec(
-            "H100",
-            "Hardware.Cloud.H100",
-            "NVIDIA H100",
-            "3.35 TB/s",
-            "80 GiB",
-            {
-                "tf32": "494.5 TFLOPs/s",
-                "fp16_dense": "989 TFLOPs/s",
-                "fp16_sparse": "1979 TFLOPs/s",
-                "fp8": "1979 TFLOPs/s",
-                "int8": "1979 TOPS",
-                "tf32_sparse": "989 TFLOPs/s",
-                "int8_sparse": "3958 TOPS",
-                "fp32": "67 TFLOPs/s",
-            },
-            "989 TFLOPs/s",
-            "h100",
-            link="450 GB/s",
-            host_link="64 GB/s",
-        ),
-        _rec(
-            "H100_PCIe",
-            "Hardware.Cloud.H100_PCIe",
-            "NVIDIA H100 PCIe",
-            "2 TB/s",
-            "80 GiB",
-            {"fp16_dense": "756 TFLOPs/s", "fp32": "51 TFLOPs/s"},
-            "756 TFLOPs/s",
-            None,
-        ),
-        _rec(
-            "H200",
-            "Hardware.Cloud.H200",
-            "NVIDIA H200",
-            "4.8 TB/s",
-            "141 GiB",
-            {
-                "tf32": "494 TFLOPs/s",
-                "fp16_sparse": "1979 TFLOPs/s",
-                "fp8": "1979 TFLOPs/s",
-                "int8": "1979 TOPS",
-                "fp32": "67 TFLOPs/s",
-            },
-            "989 TFLOPs/s",
-            "h200",
-        ),
-        _rec(
-            "B200",
-            "Hardware.Cloud.B200",
-            "NVIDIA B200",
-            "8 TB/s",
-            "180 GiB",
-            {
-                "fp32": "75 TFLOPs/s",
-                "tf32": "1125 TFLOPs/s",
-                "fp16_dense": "2250 TFLOPs/s",
-                "fp16_sparse": "4500 TFLOPs/s",
-                "fp8": "4500 TFLOPs/s",
-                "fp4": "9000 TFLOPs/s",
-                "int4": "9000 TOPS",
-            },
-            "2250 TFLOPs/s",
-            "b200",
-        ),
-        _rec(
-            "A100",
-            "Hardware.Cloud.A100",
-            "NVIDIA A100",
-            "2039 GB/s",
-            "80 GiB",
-            {
-                "fp32": "19.5 TFLOPs/s",
-                "tf32": "156 TFLOPs/s",
-                "int8": "624 TOPS",
-                "fp16_dense": "312 TFLOPs/s",
-                "fp16_sparse": "624 TFLOPs/s",
-            },
-            "312 TFLOPs/s",
-            "a100-80",
-        ),
-        _rec(
-            "MI300X",
-            "Hardware.Cloud.MI300X",
-            "AMD MI300X",
-            "5.3 TB/s",
-            "192 GiB",
-            {
-                "fp8": "2614 TFLOPs/s",
-                "int8": "2614 TOPS",
-                "fp32": "163.4 TFLOPs/s",
-            },
-            "1307 TFLOPs/s",
-            None,
-        ),
-        _rec(
-            "iPhone15Pro",
-            "Hardware.Mobile.iPhone15Pro",
-            "iPhone 15 Pro (A17 Pro)",
-            "51.2 GB/s",
-            "8 GiB",
-            {},
-            "35 TOPS",
-            None,
-        ),
-    )
-)

@@ -16,13 +16,13 @@ from typing import Any, ClassVar
 
 import pint
 
+from latencykernel.errors import NotApplicableError
 from latencykernel.scenarios import registry
 from latencykernel.scenarios.base import InputDoc, Scenario
-from latencykernel.scenarios.errors import NotApplicableError
 from latencykernel.scenarios.kv_footprint import _FULL, _GEOMETRY, _NO_PAGING, _NO_RUNTIME, _rec_src
 from latencykernel.scenarios.metadata import output
 from latencykernel.scenarios.named import register
-from latencykernel.scenarios.units import Q_, as_quantity, count, positive_int, quantity
+from latencykernel.scenarios.units import Q_, as_quantity, count, magnitude_in, positive_int, quantity
 from latencykernel.scenarios.workloads import Workload
 
 __all__ = ["KvAdmissionScenario", "PrecisionDividendScenario"]
@@ -90,14 +90,14 @@ class KvAdmissionScenario(Scenario):
         return s
 
     def _per_token(self) -> float:
-        return self.workload.kv_bytes(float(self.kv_bytes_per_elem.to("B").magnitude))
+        return self.workload.kv_bytes(magnitude_in(self.kv_bytes_per_elem, "B"))
 
     def _weights(self) -> float:
-        return self.workload.n_parameters * float(self.weight_bytes_per_param.to("B/param").magnitude)
+        return self.workload.n_parameters * magnitude_in(self.weight_bytes_per_param, "B/param")
 
     def _budget(self) -> float:
-        hbm = self.accelerators * float(self.hbm_per_accelerator.to("B").magnitude)
-        return hbm - self._weights() - float(self.reserve.to("B").magnitude)
+        hbm = self.accelerators * magnitude_in(self.hbm_per_accelerator, "B")
+        return hbm - self._weights() - magnitude_in(self.reserve, "B")
 
     @output(equation="workload.kv.head_dim", returns="int", assumptions=(_GEOMETRY,))
     def head_dim(self) -> int:
@@ -216,14 +216,14 @@ class PrecisionDividendScenario(Scenario):
 
     def _w(self, low: bool) -> float:
         b = self.weight_bytes_low if low else self.weight_bytes
-        return self.workload.n_parameters * float(b.to("B").magnitude) / self.tp_size
+        return self.workload.n_parameters * magnitude_in(b, "B") / self.tp_size
 
     def _budget(self, low: bool) -> float:
-        return float(self.hbm_per_accelerator.to("B").magnitude) - self._w(low)
+        return magnitude_in(self.hbm_per_accelerator, "B") - self._w(low)
 
     def _kv_req(self, low: bool, tp: int) -> float:
         b = self.kv_bytes_low if low else self.kv_bytes
-        return self._kv.bytes_per_token(float(b.to("B").magnitude), tp) * self.context_tokens  # type: ignore[attr-defined,no-any-return]
+        return self._kv.bytes_per_token(magnitude_in(b, "B"), tp) * self.context_tokens  # type: ignore[attr-defined,no-any-return]
 
     @output(equation="workload.parameters * weight_bytes * per_param / tp_size", unit="B")
     def weights_per_device(self) -> pint.Quantity:

@@ -14,9 +14,9 @@ from typing import Any, ClassVar
 
 import pint
 
+from latencykernel.errors import ScenarioInputError
 from latencykernel.scenarios import registry
 from latencykernel.scenarios.base import InputDoc, Scenario
-from latencykernel.scenarios.errors import ScenarioInputError
 from latencykernel.scenarios.hardware import Hardware
 from latencykernel.scenarios.metadata import output
 from latencykernel.scenarios.named import register
@@ -27,6 +27,7 @@ from latencykernel.scenarios.units import (
     factor,
     fraction,
     int_list,
+    magnitude_in,
     nonnegative_int,
     quantity,
 )
@@ -140,8 +141,8 @@ class KvDecodeBatchScenario(Scenario):
         ):
             self._set(name, value)
         # The float core: SI magnitudes, computed once.
-        kv_token = kv.bytes_per_token(float(kb.to("B").magnitude))
-        self._set("_W", w.n_parameters * float(wb.to("B/param").magnitude))
+        kv_token = kv.bytes_per_token(magnitude_in(kb, "B"))
+        self._set("_W", w.n_parameters * magnitude_in(wb, "B/param"))
         self._set("_m", kv_token * ctx)
         self._set("_kv_token", kv_token)
         self._set("_bw", h.bandwidth_bytes_per_s)
@@ -347,11 +348,11 @@ class SparseKvDecodeBatchScenario(KvDecodeBatchScenario):
     def _validate(self) -> None:
         super()._validate()
         w = self.workload
-        bpp = float(self.weight_bytes_per_param.to("B/param").magnitude)
+        bpp = magnitude_in(self.weight_bytes_per_param, "B/param")
         self._set("_bpp", bpp)
         self._set("_dense", w.weights_read_parameters(0) * bpp)  # no token routed: the dense part alone
         kv = w.require_kv()
-        self._set("_m_read", kv.bytes_read(self.context_tokens, float(self.kv_bytes_per_value.to("B").magnitude)))
+        self._set("_m_read", kv.bytes_read(self.context_tokens, magnitude_in(self.kv_bytes_per_value, "B")))
 
     @classmethod
     def from_scenario(cls, scenario: KvDecodeBatchScenario) -> SparseKvDecodeBatchScenario:

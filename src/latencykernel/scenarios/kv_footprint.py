@@ -14,13 +14,23 @@ from typing import Any, ClassVar
 
 import pint
 
+from latencykernel.errors import NotApplicableError, ScenarioInputError
 from latencykernel.scenarios import registry
 from latencykernel.scenarios.base import InputDoc, Scenario
-from latencykernel.scenarios.errors import NotApplicableError, ScenarioInputError
 from latencykernel.scenarios.hardware import Hardware
 from latencykernel.scenarios.metadata import output
 from latencykernel.scenarios.named import register
-from latencykernel.scenarios.units import Q_, as_quantity, count, fraction, items, quantity, value_bytes
+from latencykernel.scenarios.units import (
+    Q_,
+    as_quantity,
+    count,
+    fraction,
+    items,
+    magnitude_in,
+    number,
+    quantity,
+    value_bytes,
+)
 from latencykernel.scenarios.workloads import Workload
 
 __all__ = ["KvFootprintScenario", "KvAttentionDesignScenario", "ContextMemoryCrossingScenario"]
@@ -78,6 +88,7 @@ class KvFootprintScenario(Scenario):
             raise ScenarioInputError(
                 f"kv_width_factor={f!r} must be a positive number", argument="kv_width_factor", value=f
             )
+        self._set("kv_width_factor", number("kv_width_factor", f, above=0))  # finite (issue 10: inf gave inf GB)
 
     def symbols(self) -> dict[str, Any]:
         s = super().symbols()
@@ -86,7 +97,7 @@ class KvFootprintScenario(Scenario):
         return s
 
     def _per_token(self) -> float:
-        return self.workload.kv_bytes(float(self.bytes_per_value.to("B").magnitude)) * float(self.kv_width_factor)
+        return self.workload.kv_bytes(magnitude_in(self.bytes_per_value, "B")) * float(self.kv_width_factor)
 
     def _budget(self) -> float:
         if self.hardware is None or self.kv_share is None:
@@ -114,7 +125,7 @@ class KvFootprintScenario(Scenario):
     )
     def weights(self) -> pint.Quantity:
         """The model's weights at the same width, for scale."""
-        return quantity(self.workload.n_parameters * float(self.bytes_per_value.to("B").magnitude), "B", "GB")
+        return quantity(self.workload.n_parameters * magnitude_in(self.bytes_per_value, "B"), "B", "GB")
 
     @output(
         equation="hardware.memory_capacity * kv_share",
@@ -264,7 +275,7 @@ class ContextMemoryCrossingScenario(Scenario):
         return s
 
     def _b(self) -> float:
-        return float(self.bytes_per_value.to("B").magnitude)
+        return magnitude_in(self.bytes_per_value, "B")
 
     @output(equation="workload.parameters * bytes_per_param", unit="GB")
     def weights(self) -> pint.Quantity:

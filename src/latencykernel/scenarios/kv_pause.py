@@ -9,14 +9,14 @@ from typing import Any, ClassVar
 
 import pint
 
+from latencykernel.errors import NotApplicableError, ScenarioInputError
 from latencykernel.scenarios.base import InputDoc, Scenario
-from latencykernel.scenarios.errors import NotApplicableError, ScenarioInputError
 from latencykernel.scenarios.kv_admission import KvAdmissionScenario
 from latencykernel.scenarios.kv_residency import paged_bytes_q
 from latencykernel.scenarios.metadata import output
 from latencykernel.scenarios.named import register
 from latencykernel.scenarios.prefill import PrefixRebuildScenario
-from latencykernel.scenarios.units import Q_, as_quantity, count, fraction, quantity
+from latencykernel.scenarios.units import Q_, as_quantity, count, fraction, magnitude_in, quantity
 
 __all__ = ["PausedKvStateScenario", "KvResidencyArchetypeScenario"]
 
@@ -97,13 +97,13 @@ class PausedKvStateScenario(Scenario):
         return float(paged_bytes(self.context_tokens, self.block_tokens, self.pool._per_token()))
 
     def link_bytes_per_s(self) -> float:
-        return float(self.host_link.to("B/s").magnitude)  # type: ignore[union-attr]
+        return magnitude_in(self.host_link, "B/s")  # type: ignore[union-attr]
 
     def recompute_s(self) -> float:
         return self.prefill.linear_s(self.context_tokens)
 
     def _wait_s(self) -> float:
-        return float(self.wait.to("s").magnitude)
+        return magnitude_in(self.wait, "s")
 
     def symbols(self) -> dict[str, Any]:
         s = super().symbols()
@@ -260,10 +260,10 @@ class KvResidencyArchetypeScenario(Scenario):
         return unshared, shared
 
     def _g(self) -> float:
-        return float(self.generation.to("s").magnitude)
+        return magnitude_in(self.generation, "s")
 
     def _w(self) -> float:
-        return float(self.wait.to("s").magnitude)
+        return magnitude_in(self.wait, "s")
 
     def symbols(self) -> dict[str, Any]:
         s = super().symbols()

@@ -13,12 +13,12 @@ from typing import Any, ClassVar
 
 import pint
 
+from latencykernel.errors import ScenarioInputError
 from latencykernel.scenarios.base import InputDoc, Scenario
-from latencykernel.scenarios.errors import ScenarioInputError
 from latencykernel.scenarios.kv_admission import KvAdmissionScenario
 from latencykernel.scenarios.metadata import output as out  # "output" is also an input name below
 from latencykernel.scenarios.named import register
-from latencykernel.scenarios.units import Q_, as_quantity, count, fraction, quantity
+from latencykernel.scenarios.units import Q_, as_quantity, count, fraction, magnitude_in, quantity
 
 __all__ = ["KvForkCopyScenario", "PagedAllocationScenario", "KvBlockSharingScenario"]
 
@@ -52,7 +52,7 @@ def paged_bytes_q(tokens: Any, block: Any, per_token: pint.Quantity) -> pint.Qua
     def n(x: Any) -> int:
         return int(x.to("token").magnitude) if hasattr(x, "to") else int(x)
 
-    return Q_(_paged(n(tokens), n(block), float(per_token.to("B").magnitude)), "B")
+    return Q_(_paged(n(tokens), n(block), magnitude_in(per_token, "B")), "B")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -320,7 +320,7 @@ class KvBlockSharingScenario(Scenario):
         return usable // total, (usable - common) // (total - common)
 
     def _s(self, q: pint.Quantity) -> float:
-        return float(q.to("s").magnitude)
+        return magnitude_in(q, "s")
 
     @out(equation="paged_bytes(block_tokens, block_tokens, pool.kv_per_token)", unit="B")
     def block_bytes(self) -> pint.Quantity:

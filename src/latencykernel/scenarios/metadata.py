@@ -241,7 +241,7 @@ class _Namespace(dict):  # type: ignore[type-arg]
         if key in self._symbols:
             value = self._symbols[key]
             if value is None and key in getattr(self._scenario, "optional_inputs", ()):  # not given
-                from latencykernel.scenarios.errors import NotApplicableError
+                from latencykernel.errors import NotApplicableError
 
                 raise NotApplicableError(f"the equation needs the input {key}, which is not given")
             return value

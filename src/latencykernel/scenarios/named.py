@@ -12,7 +12,8 @@ import importlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from latencykernel.scenarios.errors import UnknownScenarioError
+from latencykernel.errors import UnknownScenarioError
+from latencykernel.scenarios.reference_data import LEFT_OUT  # package data, read on first use
 
 __all__ = ["Scenarios", "register", "NAMED", "LEFT_OUT", "FAMILIES"]
 
@@ -114,63 +115,3 @@ class Scenarios(metaclass=_ScenariosMeta):
 
     get = staticmethod(get)
     keys = staticmethod(keys)
-
-
-# mlsysim golden-file scenarios we leave out: key -> (mlsysim type, reason).
-_SERVING_MODEL = (
-    "its ServingModel counts prefill attention as full-square (twice the causal FLOPs), takes head_dim "
-    "from hidden // heads, and adds a fixed layers x 0.01 ms 'framework tax'; "
-    "latencykernel.scenarios.decode_batch answers the question with the calibrated kernel instead"
-)
-_VISION_ROOFLINE = (
-    "a vision roofline whose latency is dominated by a per-device 'dispatch tax' constant with no "
-    "measurement behind it, and whose energy uses TDP; not LLM serving, and the shared hardware "
-    "registry carries neither figure"
-)
-_UNRECORDED = "it is built on a nested scenario ({}) whose inputs the golden file does not record, so its values cannot be checked"
-
-LEFT_OUT: dict[str, tuple[str, str]] = {
-    "Llama3_70B_ServingH100": ("ServingScenario", _SERVING_MODEL),
-    "Llama3_8BInt4ChatServiceH100": (
-        "SingleAcceleratorLlmServiceScenario",
-        "its TPOT adds the same uncalibrated layers x 0.01 ms dispatch tax and its TTFT comes from "
-        "ServingModel (full-square attention); outputs mix seconds and milliseconds. The bridge "
-        "(decode_batch) gives the calibrated TPOT",
-    ),
-    "MobileNetV2PhoneBatch1": ("SingleNodeInferenceScenario", _VISION_ROOFLINE),
-    "ResNet50A100Batch1": ("SingleNodeInferenceScenario", _VISION_ROOFLINE),
-    "ResNet50Batch1H100Fp16PeakRate": ("SingleNodeInferenceScenario", _VISION_ROOFLINE),
-    "ResNet50Batch1H100Int8PeakRate": ("SingleNodeInferenceScenario", _VISION_ROOFLINE),
-    "ResNet50PhoneNpuBatch1": ("SingleNodeInferenceScenario", _VISION_ROOFLINE),
-    "SmartDoorbellFrame": ("SingleNodeInferenceScenario", _VISION_ROOFLINE),
-    "ChatbotServing": (
-        "Scenario",
-        "the generic pre-scenario API compares a per-token decode latency with a 500 ms TTFT target "
-        "(a category mismatch), through the same ServingModel",
-    ),
-    "MobileAssistant": ("Scenario", "the generic pre-scenario API; same category mismatch as ChatbotServing"),
-    "ChatbotSharedSystemPrompt": (
-        "PrefixSharingScenario",
-        "its KV width is typed by hand (8192 = 64 heads x 128) while Llama-2-70B caches 8 KV heads: "
-        "the cache is overstated 8x, and reproducing it would need a second KV formula beside the "
-        "kernel's. KvFootprintScenario sizes shared and unshared caches from the real geometry",
-    ),
-    "Llama3_70B_ReplicaDecodeBudget": (
-        "DecodeBudgetScenario",
-        "its step is not computed but split by stated shares (GEMM 40 %, attention 24 %, ...), and its AllReduce "
-        "estimate moves 2 x hidden x 2 B once over one NVLink direction plus a 5 us launch, without the ring's "
-        "2(p-1)/p traffic or per-step latency; the calibrated kernel's per-resource step (measured collective "
-        "floors and rates per chip) answers the question",
-    ),
-    "SerialRepairEpisodeSpeculation": ("SpeculativeEpisodeScenario", _UNRECORDED.format("SerialRepairEpisode")),
-    "RepairCohortTokenPriceComparison": (
-        "TokenPriceComparisonScenario",
-        _UNRECORDED.format("FrontierModelRepairCohort, LowTokenPriceRepairCohort"),
-    ),
-    "ServingConsolidationA100": (
-        "ServingConsolidationScenario",
-        "its large_weights comes out in 'B·param' (bytes per parameter times parameters left "
-        "unreduced: a unit error) and it budgets memory in branded decimal GB while the same "
-        "device is binary GiB elsewhere",
-    ),
-}

@@ -8,13 +8,13 @@ from typing import Any, ClassVar
 
 import pint
 
+from latencykernel.errors import NotApplicableError, ScenarioInputError
 from latencykernel.scenarios import registry
 from latencykernel.scenarios.base import InputDoc, Scenario
-from latencykernel.scenarios.errors import NotApplicableError, ScenarioInputError
 from latencykernel.scenarios.hardware import Hardware
 from latencykernel.scenarios.metadata import output
 from latencykernel.scenarios.named import register
-from latencykernel.scenarios.units import Q_, as_quantity, count, fraction, positive_int, quantity
+from latencykernel.scenarios.units import Q_, as_quantity, count, fraction, magnitude_in, positive_int, quantity
 from latencykernel.scenarios.workloads import Workload
 
 __all__ = ["PrefixRebuildScenario", "ChunkedPrefillScenario"]
@@ -104,7 +104,7 @@ class PrefixRebuildScenario(Scenario):
         return 2.0 * self.workload.n_active_parameters * tokens / self.rate()
 
     def weight_read_s(self) -> float:
-        bpp = float(self.weight_bytes_per_param.to("B/param").magnitude)
+        bpp = magnitude_in(self.weight_bytes_per_param, "B/param")
         return self.workload.n_parameters * bpp / (self.accelerators * self.hardware.bandwidth_bytes_per_s)
 
     def _attn_ops(self) -> float:
@@ -121,7 +121,7 @@ class PrefixRebuildScenario(Scenario):
     @output(equation="workload.kv_bytes_per_token(kv_bytes_per_value) * prefix_tokens", unit="B")
     def state(self) -> pint.Quantity:
         """The prefix's KV cache, what a hit keeps."""
-        return Q_(self.workload.kv_bytes(float(self.kv_bytes_per_value.to("B").magnitude)) * self.prefix_tokens, "B")
+        return Q_(self.workload.kv_bytes(magnitude_in(self.kv_bytes_per_value, "B")) * self.prefix_tokens, "B")
 
     @output(equation="workload.flops_per_token * prefix_tokens", unit="flop")
     def linear_ops(self) -> pint.Quantity:

@@ -9,10 +9,11 @@ from typing import Any, ClassVar
 
 import pint
 
+from latencykernel.errors import NotApplicableError, ScenarioInputError
 from latencykernel.scenarios.base import InputDoc, Scenario
 from latencykernel.scenarios.metadata import output
 from latencykernel.scenarios.named import register
-from latencykernel.scenarios.units import Q_, as_quantity, fraction, items, number, positive_int, quantity
+from latencykernel.scenarios.units import Q_, as_quantity, fraction, items, magnitude_in, number, positive_int, quantity
 
 __all__ = ["MM1ServiceSpeedupScenario", "MM1CapacityPlanScenario"]
 
@@ -20,7 +21,7 @@ _MM1 = "Poisson arrivals and exponential service times on one server (M/M/1)"
 
 
 def _s(q: pint.Quantity) -> float:
-    return float(q.to("s").magnitude)
+    return magnitude_in(q, "s")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,6 +55,16 @@ class MM1ServiceSpeedupScenario(Scenario):
         self._set("slow_service", as_quantity("slow_service", self.slow_service, "s", positive=True))
         self._set("fast_service", as_quantity("fast_service", self.fast_service, "s", positive=True))
         self._set("utilization", fraction("utilization", self.utilization, high=0.999999999))
+        rho_fast = self.utilization * _s(self.fast_service) / _s(self.slow_service)
+        if not rho_fast < 1.0:
+            # issue 10: a saturated M/M/1 server has no steady state; 1/(1 - rho) turned negative
+            raise ScenarioInputError(
+                f"fast_service={self.fast_service:~P} saturates the server: at the request rate that loads "
+                f"slow_service={self.slow_service:~P} to utilization={self.utilization:g}, it runs at "
+                f"utilization {rho_fast:.4g} >= 1, where an M/M/1 queue grows without bound (no time in system)",
+                argument="fast_service",
+                value=self.fast_service,
+            )
 
     def _lam(self) -> float:
         return self.utilization / _s(self.slow_service)
@@ -179,6 +190,16 @@ class MM1CapacityPlanScenario(Scenario):
         self._set(
             "accelerator_price", as_quantity("accelerator_price", self.accelerator_price, "dollar/s", nonnegative=True)
         )
+        rho_max = 1.0 - self.tail_factor * _s(self.service_time) / _s(self.tail_budget)
+        if not rho_max > 0.0:
+            # issue 10: the budget cannot be met at any load; the utilization cap came out negative
+            raise ScenarioInputError(
+                f"service_time={self.service_time:~P} times tail_factor={self.tail_factor:g} is at least "
+                f"tail_budget={self.tail_budget:~P}: even an idle server misses the tail budget, so no "
+                f"utilization meets it",
+                argument="service_time",
+                value=self.service_time,
+            )
 
     def _mu(self) -> float:
         return 1.0 / _s(self.service_time)
@@ -187,7 +208,7 @@ class MM1CapacityPlanScenario(Scenario):
         return 1.0 - self.tail_factor * _s(self.service_time) / _s(self.tail_budget)
 
     def _peak(self) -> float:
-        return float(self.peak_rate.to("1/s").magnitude)
+        return magnitude_in(self.peak_rate, "1/s")
 
     def _n(self) -> int:
         return math.ceil(self._peak() / (self._rho_max() * self._mu()))
@@ -196,7 +217,7 @@ class MM1CapacityPlanScenario(Scenario):
         return math.ceil(self._n() * self.headroom)
 
     def _batched(self) -> int:
-        return math.ceil(self._peak() / (float(self.batched_rate.to("1/s").magnitude) * self._rho_max()))
+        return math.ceil(self._peak() / (magnitude_in(self.batched_rate, "1/s") * self._rho_max()))
 
     @output(equation="1 / service_time", unit="1/s")
     def service_rate(self) -> pint.Quantity:
@@ -236,6 +257,8 @@ class MM1CapacityPlanScenario(Scenario):
     @output(equation="peak_rate / ((accelerators_planned - 1) * service_rate)", returns="float")
     def utilization_after_failure(self) -> float:
         """Utilization when one planned server fails."""
+        if self._planned() <= 1:
+            raise NotApplicableError("with one planned server a failure leaves none: raise peak_rate or headroom")
         return self._peak() / ((self._planned() - 1) * self._mu())
 
     @output(equation="peak_rate / service_rate", returns="float")
@@ -287,7 +310,7 @@ class MM1CapacityPlanScenario(Scenario):
     def cost_per_million(self, accelerators: int) -> pint.Quantity:
         """Cost of a million requests at the peak rate on a fleet of ``accelerators``."""
         n = positive_int("accelerators", accelerators)
-        return quantity(n * float(self.accelerator_price.to("dollar/s").magnitude) / self._peak() * 1e6, "dollar")
+        return quantity(n * magnitude_in(self.accelerator_price, "dollar/s") / self._peak() * 1e6, "dollar")
 
     def symbols(self) -> dict[str, Any]:
         s = super().symbols()

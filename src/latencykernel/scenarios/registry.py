@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from latencykernel.scenarios.errors import ScenarioInputError
-from latencykernel.scenarios.hardware import RECORDED_HARDWARE, Hardware
-from latencykernel.scenarios.workloads import RECORDED_WORKLOADS, Workload
+from latencykernel.errors import ScenarioInputError
+from latencykernel.scenarios.hardware import Hardware
+from latencykernel.scenarios.reference_data import RECORDED_HARDWARE, RECORDED_WORKLOADS
+from latencykernel.scenarios.workloads import Workload
 
 __all__ = ["workload", "hardware"]
 

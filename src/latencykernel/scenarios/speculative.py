@@ -7,11 +7,11 @@ from typing import ClassVar
 
 import pint
 
+from latencykernel.errors import ScenarioInputError
 from latencykernel.scenarios.base import InputDoc, Scenario
-from latencykernel.scenarios.errors import ScenarioInputError
 from latencykernel.scenarios.metadata import output
 from latencykernel.scenarios.named import register
-from latencykernel.scenarios.units import Q_, as_quantity, count, fraction, quantity
+from latencykernel.scenarios.units import Q_, as_quantity, count, fraction, magnitude_in, quantity
 
 __all__ = ["SpeculativeRoundScenario"]
 
@@ -73,15 +73,15 @@ class SpeculativeRoundScenario(Scenario):
 
     def _draft_s(self) -> float:
         if self.draft_time is not None:
-            return float(self.draft_time.to("s").magnitude)
-        return self.draft_length * float(self.draft_step.to("s").magnitude)  # type: ignore[union-attr]
+            return magnitude_in(self.draft_time, "s")
+        return self.draft_length * magnitude_in(self.draft_step, "s")  # type: ignore[union-attr]
 
     def _expected(self) -> float:
         a, k = self.acceptance, self.draft_length
         return float(k + 1) if a == 1.0 else (1.0 - a ** (k + 1)) / (1.0 - a)
 
     def _round_s(self) -> float:
-        return self._draft_s() + float(self.verify_time.to("s").magnitude)
+        return self._draft_s() + magnitude_in(self.verify_time, "s")
 
     @output(equation="draft_time if draft_time is not None else draft_length * draft_step", unit="ms")
     def draft_cost(self) -> pint.Quantity:
@@ -110,7 +110,7 @@ class SpeculativeRoundScenario(Scenario):
     @output(equation="verify_time / per_token_time", returns="float")
     def tpot_gain(self) -> float:
         """Plain decode's time per token over speculative decoding's."""
-        return float(self.verify_time.to("s").magnitude) * self._expected() / self._round_s()
+        return magnitude_in(self.verify_time, "s") * self._expected() / self._round_s()
 
 
 @register("Gpt2XlSpeculativeGpt2SmallH100")

@@ -21,11 +21,12 @@ from typing import Any
 
 import pint
 
-from latencykernel.scenarios.errors import ScenarioInputError
+from latencykernel.errors import ScenarioInputError
 
 __all__ = [
     "ureg",
     "Q_",
+    "magnitude_in",
     "Quantity",
     "quantity",
     "as_quantity",
@@ -38,6 +39,8 @@ __all__ = [
     "int_list",
     "mapping",
     "text",
+    "MAX_COUNT",
+    "MAX_ROOT_MAGNITUDE",
 ]
 
 
@@ -120,6 +123,44 @@ def factor(from_unit: str, to_unit: str) -> float:
     return f
 
 
+# Conversion factors by (the quantity's units, target unit): pint's own factor, looked up once.
+_UNIT_FACTORS: dict[tuple[Any, str], float] = {}
+
+
+def magnitude_in(q: Any, unit: str) -> float:
+    """``float(q.to(unit).magnitude)``, the same number (pint multiplies by the same factor),
+    with the factor looked up once per unit pair instead of parsed on every call."""
+    key = (q._units, unit)
+    f = _UNIT_FACTORS.get(key)
+    if f is None:
+        f = _UNIT_FACTORS[key] = float(q._REGISTRY.Quantity(1.0, q._units).to(unit).magnitude)
+    return float(q.magnitude) * f
+
+
+# The largest input any scenario takes (issue 10: huge inputs gave ZeroDivisionError, inf
+# and negative figures). A count (tokens, sequences, requests, blocks) above 2**40 is more
+# than any deployment holds; a quantity above 1e24 in root units (125 ZB, 3e16 years,
+# 1e24 FLOP/s) is beyond anything priced, and products of a few such inputs stay finite.
+MAX_COUNT = 2**40
+MAX_ROOT_MAGNITUDE = 1e24
+
+
+def _root_magnitude(q: Any) -> float:
+    key = (q._units, "<root>")
+    f = _UNIT_FACTORS.get(key)
+    if f is None:
+        f = _UNIT_FACTORS[key] = float(q._REGISTRY.Quantity(1.0, q._units).to_root_units().magnitude)
+    return abs(float(q.magnitude)) * f
+
+
+def _too_large(argument: str, value: Any, shown: str, limit: str) -> ScenarioInputError:
+    return ScenarioInputError(
+        f"{argument}={shown} is refused: it exceeds {limit}, beyond anything a deployment holds",
+        argument=argument,
+        value=value,
+    )
+
+
 _UNITS: dict[str, Any] = {}
 _DIMS: dict[str, Any] = {}
 
@@ -200,6 +241,10 @@ def as_quantity(
     if (positive and not mag > 0) or (nonnegative and not mag >= 0) or mag != mag:
         need = "positive" if positive else "at least zero"
         raise ScenarioInputError(f"{argument}={q:~P} is refused: it must be {need}", argument=argument, value=value)
+    if not math.isfinite(mag):
+        raise ScenarioInputError(f"{argument}={q:~P} is refused: it must be finite", argument=argument, value=value)
+    if _root_magnitude(q) > MAX_ROOT_MAGNITUDE:
+        raise _too_large(argument, value, f"{q:~P}", f"{MAX_ROOT_MAGNITUDE:g} in root units")
     return q
 
 
@@ -214,6 +259,8 @@ def count(argument: str, value: Any, unit: str, *, minimum: int = 0) -> int:
         if q.dimensionality != Q_(1, unit).dimensionality:
             raise ScenarioInputError(f"{argument}={q:~P} must be a count of {unit}s", argument=argument, value=value)
         mag = q.to(unit).magnitude
+        if not math.isfinite(float(mag)) or abs(float(mag)) > MAX_COUNT:
+            raise _too_large(argument, value, f"{q:~P}", f"2**40 {unit}s")
         if float(mag) != int(mag):
             raise ScenarioInputError(
                 f"{argument}={q:~P} must be a whole number of {unit}s", argument=argument, value=value
@@ -234,6 +281,8 @@ def count(argument: str, value: Any, unit: str, *, minimum: int = 0) -> int:
         raise ScenarioInputError(
             f"{argument}={value} is refused: it must be at least {minimum}", argument=argument, value=value
         )
+    if value > MAX_COUNT:
+        raise _too_large(argument, value, str(value), f"2**40 {unit}s")
     return value
 
 
@@ -254,6 +303,8 @@ def nonnegative_int(argument: str, value: Any) -> int:
         raise ScenarioInputError(
             f"{argument}={value} is refused: it must not be negative", argument=argument, value=value
         )
+    if value > MAX_COUNT:
+        raise _too_large(argument, value, str(value), "2**40")
     return value
 
 
@@ -271,7 +322,10 @@ def fraction(argument: str, value: Any, *, low_open: bool = True, high: float = 
     """A plain number in (0, high] (or [0, high] when ``low_open`` is False)."""
     if isinstance(value, bool) or not isinstance(value, Real):
         raise ScenarioInputError(f"{argument}={value!r} must be a number", argument=argument, value=value)
-    v = float(value)
+    try:
+        v = float(value)
+    except OverflowError:  # an int beyond float range
+        v = math.inf
     ok = (v > 0 if low_open else v >= 0) and v <= high
     if not ok:
         lo = "(0" if low_open else "[0"
@@ -285,11 +339,16 @@ def number(argument: str, value: Any, *, minimum: float | None = None, above: fl
     """A plain finite number (not a bool), at least ``minimum`` / greater than ``above``."""
     if isinstance(value, bool) or not isinstance(value, Real):
         raise ScenarioInputError(f"{argument}={value!r} must be a number", argument=argument, value=value)
-    v = float(value)
+    try:
+        v = float(value)
+    except OverflowError:  # an int beyond float range
+        v = math.inf
     if not math.isfinite(v):
         raise ScenarioInputError(
             f"{argument}={value!r} is refused: it must be a finite number", argument=argument, value=value
         )
+    if abs(v) > MAX_ROOT_MAGNITUDE:
+        raise _too_large(argument, value, repr(value), f"{MAX_ROOT_MAGNITUDE:g}")
     if minimum is not None and not v >= minimum:
         raise ScenarioInputError(
             f"{argument}={value!r} is refused: it must be at least {minimum:g}", argument=argument, value=value

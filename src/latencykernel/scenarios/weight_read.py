@@ -9,13 +9,13 @@ from typing import Any, ClassVar
 
 import pint
 
+from latencykernel.errors import NotApplicableError
 from latencykernel.scenarios import registry
 from latencykernel.scenarios.base import InputDoc, Scenario
-from latencykernel.scenarios.errors import NotApplicableError
 from latencykernel.scenarios.hardware import Hardware
 from latencykernel.scenarios.metadata import output
 from latencykernel.scenarios.named import register
-from latencykernel.scenarios.units import Q_, as_quantity, count, quantity
+from latencykernel.scenarios.units import Q_, as_quantity, count, magnitude_in, quantity
 from latencykernel.scenarios.workloads import Workload
 
 __all__ = ["WeightReadScenario"]
@@ -91,17 +91,17 @@ class WeightReadScenario(Scenario):
 
     # floats
     def _w(self) -> float:
-        return self.workload.n_parameters * float(self.bytes_per_weight.to("B").magnitude)
+        return self.workload.n_parameters * magnitude_in(self.bytes_per_weight, "B")
 
     def _kv(self) -> float:
         if self.context_tokens is None or self.kv_bytes_per_value is None:
             raise NotApplicableError("the KV cache needs the inputs context_tokens and kv_bytes_per_value")
-        return self.workload.kv_bytes(float(self.kv_bytes_per_value.to("B").magnitude)) * self.context_tokens
+        return self.workload.kv_bytes(magnitude_in(self.kv_bytes_per_value, "B")) * self.context_tokens
 
     def _e(self) -> float:
         if self.energy_per_byte is None:
             raise NotApplicableError("read energy needs the input energy_per_byte")
-        return float(self.energy_per_byte.to("J/B").magnitude)
+        return magnitude_in(self.energy_per_byte, "J/B")
 
     @output(equation="workload.parameters * bytes_per_weight", unit="B")
     def weight_bytes(self) -> pint.Quantity:
@@ -156,13 +156,13 @@ class WeightReadScenario(Scenario):
         """Bytes per token when packed weights are unpacked in a separate pass before use."""
         if self.unpacked_bytes_per_weight is None:
             raise NotApplicableError("the unpack pass needs the input unpacked_bytes_per_weight")
-        unpacked = self.workload.n_parameters * float(self.unpacked_bytes_per_weight.to("B").magnitude)
+        unpacked = self.workload.n_parameters * magnitude_in(self.unpacked_bytes_per_weight, "B")
         return Q_(self._w() + 2 * unpacked + self._kv(), "B")
 
     @output(equation="separate_unpack_bytes / hardware.memory_bandwidth", unit="ms")
     def separate_unpack_time(self) -> pint.Quantity:
         """Memory floor of one token with the separate unpack pass."""
-        b = float(self.separate_unpack_bytes.to("B").magnitude)
+        b = magnitude_in(self.separate_unpack_bytes, "B")
         return quantity(b / self.hardware.bandwidth_bytes_per_s, "s", "ms")
 
 

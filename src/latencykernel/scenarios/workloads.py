@@ -5,7 +5,7 @@ Two sources, one type:
 * ``Workload.catalog("llama-3.1-8b-instruct")``: counted from the model graph of the
   shared catalog (the graph the kernel prices), with ``latencykernel.derive.counts``.
 * ``Workload.recorded("GPT2")``: the figures mlsysim 0.3.0 registers for a model, as its
-  golden file records them (GPT-2 XL is "1.5 B" there; its graph counts 1.56 B). Named
+  golden file records them (``data/scenario_library/recorded_workloads.yaml``) (GPT-2 XL is "1.5 B" there; its graph counts 1.56 B). Named
   scenarios that reproduce mlsysim use these and say so in their ``sources``.
 
 A workload states a parameter *basis*: ``counted`` (from the graph) or ``nominal`` (the
@@ -26,8 +26,9 @@ from typing import Any
 
 import pint
 
-from latencykernel.scenarios.errors import NotApplicableError, UnknownScenarioError
-from latencykernel.scenarios.units import Q_
+from latencykernel.errors import NotApplicableError, UnknownScenarioError
+from latencykernel.scenarios.reference_data import RECORDED_WORKLOADS  # package data, read on first use
+from latencykernel.scenarios.units import Q_, magnitude_in
 
 __all__ = ["KvGeometry", "LayerReads", "ExpertGeometry", "Workload", "RECORDED_WORKLOADS", "NOMINAL_PARAMETERS"]
 
@@ -102,7 +103,7 @@ class KvGeometry:
 
     def kv_bytes_per_token(self, kv_bytes_per_value: Any, tp: int = 1) -> pint.Quantity:
         """``bytes_per_token`` as a quantity (``B/token``), from a byte quantity."""
-        return Q_(self.bytes_per_token(float(kv_bytes_per_value.to("B").magnitude), tp), "B/token")
+        return Q_(self.bytes_per_token(magnitude_in(kv_bytes_per_value, "B"), tp), "B/token")
 
     def layer_tokens_read(self, ctx: int) -> float:
         """Σ over KV layers of the cached tokens each reads for one sequence at ``ctx``
@@ -117,7 +118,7 @@ class KvGeometry:
     def kv_bytes_read(self, kv_bytes_per_value: Any, context_tokens: Any, tp: int = 1) -> pint.Quantity:
         """``bytes_read`` as a quantity (``B``) from a byte quantity and a token count."""
         ctx = int(context_tokens.to("token").magnitude) if hasattr(context_tokens, "to") else int(context_tokens)
-        return Q_(self.bytes_read(ctx, float(kv_bytes_per_value.to("B").magnitude), tp), "B")
+        return Q_(self.bytes_read(ctx, magnitude_in(kv_bytes_per_value, "B"), tp), "B")
 
 
 @dataclass(frozen=True)
@@ -301,7 +302,7 @@ class Workload:
         from latencykernel.repos import Repos
 
         repos = repos if repos is not None else Repos.default()
-        graph = load_graph(repos.graph_path(model, setting=setting))
+        graph = load_graph(repos.graph_path(model, setting=setting), shared=True)  # read only
         total = float(counts.parameter_count(graph))
         active = float(counts.active_parameter_count(graph))
         layers = int(counts.layer_count(graph))
@@ -367,137 +368,3 @@ def _graph_reads(graph: Any) -> tuple[LayerReads, ...]:
 NOMINAL_PARAMETERS: dict[str, tuple[float, float | None]] = {
     "gpt2-xl": (1.5e9, None),  # "GPT-2 (1.5B)", Radford et al. 2019
 }
-
-_MLSYSIM = "mlsysim 0.3.0 registry Models.{family}.{key}, as recorded in mlsysim-golden.json"
-
-
-def _rec(
-    family: str,
-    key: str,
-    name: str,
-    params: float,
-    layers: int,
-    kv: KvGeometry | None,
-    *,
-    active: float | None = None,
-    hidden: int | None = None,
-    heads: int | None = None,
-    experts: ExpertGeometry | None = None,
-    catalog: str | None = None,
-    note: str = "",
-) -> tuple[str, Workload]:
-    return key, Workload(
-        name=name,
-        layers=layers,
-        kv=kv,
-        source=_MLSYSIM.format(family=family, key=key),
-        nominal_parameters=params,
-        nominal_active_parameters=active,
-        basis="nominal",
-        hidden=hidden,
-        heads=heads,
-        experts=experts,
-        catalog_name=catalog,
-        note=note,
-    )
-
-
-def _mha(layers: int, heads: int, hidden: int) -> KvGeometry:
-    return KvGeometry("gqa", heads, hidden // heads, layers, heads)
-
-
-# Figures exactly as mlsysim records them (parameters are its nominal figures). Geometry is
-# written out in full: head_dim = hidden / heads where mlsysim states no head_dim.
-RECORDED_WORKLOADS: dict[str, Workload] = dict(
-    (
-        _rec(
-            "Language",
-            "GPT2",
-            "GPT-2 (1.5B)",
-            1.5e9,
-            48,
-            _mha(48, 25, 1600),
-            hidden=1600,
-            heads=25,
-            catalog="gpt2-xl",
-            note="GPT-2 XL: mlsysim records the rounded 1.5 B; its graph counts 1.56 B",
-        ),
-        _rec("Language", "GPT2_Small", "GPT-2 Small (124M)", 124e6, 12, _mha(12, 12, 768), hidden=768, heads=12),
-        _rec("Language", "GPT3", "GPT-3 (175B)", 175e9, 96, _mha(96, 96, 12288), hidden=12288, heads=96),
-        _rec("Language", "Llama2_7B", "Llama-2-7B", 7e9, 32, _mha(32, 32, 4096), hidden=4096, heads=32),
-        _rec(
-            "Language", "Llama2_70B", "Llama-2-70B", 70e9, 80, KvGeometry("gqa", 8, 128, 80, 64), hidden=8192, heads=64
-        ),
-        _rec(
-            "Language",
-            "Llama3_8B",
-            "Llama-3.1-8B",
-            8.03e9,
-            32,
-            KvGeometry("gqa", 8, 128, 32, 32),
-            hidden=4096,
-            heads=32,
-            catalog="llama-3.1-8b-instruct",
-        ),
-        _rec(
-            "Language",
-            "Llama3_70B",
-            "Llama-3.1-70B",
-            70.6e9,
-            80,
-            KvGeometry("gqa", 8, 128, 80, 64),
-            hidden=8192,
-            heads=64,
-            catalog="llama-3.1-70b-instruct",
-        ),
-        _rec(
-            "Language",
-            "Llama3_405B",
-            "Llama-3.1-405B",
-            405e9,
-            126,
-            KvGeometry("gqa", 8, 128, 126, 128),
-            hidden=16384,
-            heads=128,
-        ),
-        _rec(
-            "Language",
-            "Mixtral_8x7B",
-            "Mixtral-8x7B",
-            46.7e9,
-            32,
-            KvGeometry("gqa", 8, 128, 32, 32),
-            active=12.9e9,
-            hidden=4096,
-            heads=32,
-            experts=ExpertGeometry(8, 2),
-            catalog="mixtral-8x7b-v0.1",
-        ),
-        _rec(
-            "Language",
-            "DeepSeek_V3",
-            "DeepSeek-V3",
-            671e9,
-            61,
-            KvGeometry("mla", 1, 576, 61, 128),
-            active=37e9,
-            hidden=7168,
-            heads=128,
-            experts=ExpertGeometry(256, 8),
-            catalog="deepseek-v3",
-            note="MLA latent 512 + rope 64; mlsysim records 56 query heads, the V3 config has 128",
-        ),
-        _rec(
-            "Language",
-            "PaLM_540B",
-            "PaLM (540B)",
-            540e9,
-            118,
-            KvGeometry("gqa", 1, 256, 118, 48),
-            hidden=18432,
-            heads=48,
-        ),
-        _rec("Vision", "MobileNetV2", "MobileNetV2", 3504872.0, 54, None),
-        _rec("Vision", "ResNet50", "ResNet-50", 25557032.0, 50, None),
-    )
-)

@@ -1,0 +1,99 @@
+"""The scenario library's reference data lives in package data files, validated at load like
+the documents, each record with its source."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from latencykernel.documents.validation import validate
+from latencykernel.documents.yaml_loader import read_yaml
+from latencykernel.errors import DocumentError
+from latencykernel.scenarios import reference_data as rd
+
+FILES = {"recorded_hardware.yaml": 0, "recorded_workloads.yaml": 1, "left_out.yaml": 2}
+
+
+def _raw(name: str) -> Any:
+    return read_yaml(rd.data_file(name))
+
+
+def _check(name: str, data: Any) -> Any:
+    return validate(rd._models()[FILES[name]], data, rd.data_file(name))
+
+
+def test_every_record_names_its_source() -> None:
+    """Guards a figure without provenance: each recorded device and model states the mlsysim
+    registry entry it copies (the key it is looked up by), and the left-out list its file."""
+    for key, h in rd.RECORDED_HARDWARE.items():
+        assert h.source.startswith("mlsysim 0.3.0 registry Hardware.") and h.source.split()[3].endswith(f".{key},")
+    for key, w in rd.RECORDED_WORKLOADS.items():
+        assert w.source.startswith("mlsysim 0.3.0 registry Models.") and w.source.split()[3].endswith(f".{key},")
+    assert "mlsysim-golden.json" in _raw("left_out.yaml")["source"]
+    assert len(rd.LEFT_OUT) == len(_raw("left_out.yaml")["scenarios"]) > 0
+
+
+@pytest.mark.parametrize(
+    ("name", "edit", "key"),
+    [
+        ("recorded_hardware.yaml", lambda d: d["devices"]["H100"].pop("source"), "devices.H100.source"),
+        (
+            "recorded_hardware.yaml",
+            lambda d: d["devices"]["H100"].update(memory_bandwidth="x TB/s"),
+            "devices.H100.memory_bandwidth",
+        ),
+        ("recorded_hardware.yaml", lambda d: d["devices"]["H100"]["peaks"].update(fp8="fast"), "devices.H100.peaks"),
+        (
+            "recorded_hardware.yaml",
+            lambda d: d["devices"]["H100"].update(memroy_capacity="80 GiB"),
+            "devices.H100.memroy_capacity",
+        ),
+        ("recorded_workloads.yaml", lambda d: d["models"]["GPT2"].update(parameters=-1.0), "models.GPT2.parameters"),
+        ("recorded_workloads.yaml", lambda d: d["models"]["GPT2"]["kv"].update(n_kv=0), "models.GPT2.kv.n_kv"),
+        ("recorded_workloads.yaml", lambda d: d["models"]["GPT2"]["kv"].update(kind="linear"), "models.GPT2.kv.kind"),
+        (
+            "left_out.yaml",
+            lambda d: d["scenarios"]["ChatbotServing"].update(reason=""),
+            "scenarios.ChatbotServing.reason",
+        ),
+    ],
+)
+def test_a_bad_record_is_a_document_error_naming_its_key(name: str, edit: Any, key: str) -> None:
+    """Guards data loaded unchecked: a missing source, an unparsable quantity, a misspelled key,
+    an out-of-range figure is refused at load with the file and key path named."""
+    data = copy.deepcopy(_raw(name))
+    _check(name, copy.deepcopy(data))  # the shipped file passes
+    edit(data)
+    with pytest.raises(DocumentError) as ei:
+        _check(name, data)
+    assert ei.value.key == key, (ei.value.key, str(ei.value))
+    assert str(ei.value).startswith(str(rd.data_file(name)))
+
+
+def test_importing_the_library_reads_no_data_file() -> None:
+    """Guards import speed: the data files (and pydantic) load on first use, not at import."""
+    code = (
+        "import sys, latencykernel.scenarios.hardware, latencykernel.scenarios.workloads, "
+        "latencykernel.scenarios.named; from latencykernel.scenarios import reference_data as r; "
+        "print(r._hardware.cache_info().currsize, r._workloads.cache_info().currsize, 'pydantic' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["0", "0", "False"]
+
+
+def test_the_package_ships_the_data_files() -> None:
+    """Guards a wheel without the data: the files sit under data/, which pyproject's
+    package-data includes (data/**/*.yaml)."""
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    pkg = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["latencykernel"]
+    assert "data/**/*.yaml" in pkg
+    for name in FILES:
+        assert rd.data_file(name).is_file()
+        assert rd.data_file(name).relative_to(root / "src" / "latencykernel").parts[0] == "data"
