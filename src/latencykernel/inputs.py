@@ -79,7 +79,14 @@ class Inputs:
 
 def _check_pool(deployment: Deployment, pool: Any, file: str) -> None:
     n = len(deployment.pools)
-    if isinstance(pool, bool) or not isinstance(pool, int) or not 0 <= pool < n:
+    if isinstance(pool, bool) or not isinstance(pool, int):
+        raise DocumentError(
+            f"pool must be a whole-number index into the {n} pool(s) of {file} (0 to {n - 1}), got {pool!r}",
+            file=file,
+            key="pools",
+            value=pool,
+        )
+    if not 0 <= pool < n:
         raise DocumentError(f"{file} states {n} pool(s); pool {pool} was requested", file=file, key="pools", value=pool)
 
 
