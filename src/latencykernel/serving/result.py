@@ -59,8 +59,10 @@ class Distribution:
         n = int(w.sum())
         if n == 0:
             return cls(0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-        order = np.argsort(v, kind="stable")
-        v, w = v[order], w[order]
+        # one entry per distinct value (weights summed), so equal multisets of samples give
+        # equal statistics bit for bit, however they were grouped
+        v, inv = np.unique(v, return_inverse=True)
+        w = np.bincount(inv.reshape(-1), weights=w, minlength=len(v)).astype(np.int64)
         mean = float(np.dot(v, w) / n)
         var = float(np.dot(w, (v - mean) ** 2) / n)
         ends = np.cumsum(w)  # the sorted sample at rank k (0-based) is v[searchsorted(ends, k, 'right')]

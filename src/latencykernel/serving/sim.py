@@ -288,9 +288,10 @@ class Simulation:
         if asy:
             nxt, _ = self._decide(eng)
             eng.pending = nxt if any(nxt) else None
-        self._account(eng, d, bott, t_end)
+        self._account(eng, d, bott)
         for rk, plan in zip(eng.ranks, plans):
             self._outputs(rk, plan, t_end)
+        self._kv_sample(eng, t_end)
         eng.t = t_end
 
     def _decide(self, eng: _Engine) -> tuple[list[Plan], bool]:
@@ -320,12 +321,16 @@ class Simulation:
                 best, bott = d, str(e.bottleneck)
         return best, bott
 
-    def _account(self, eng: _Engine, d: float, bott: str, t_end: float) -> None:
+    def _account(self, eng: _Engine, d: float, bott: str) -> None:
         eng.busy_s += d
         self.bottleneck[bott] = self.bottleneck.get(bott, 0.0) + d
+
+    def _kv_sample(self, eng: _Engine, t: float) -> None:
+        """KV-cache use of ``eng``'s ranks at the end of a step, once its outputs are
+        processed (under async scheduling the next step's blocks are already allocated)."""
         used = sum(rk.usable - rk.free for rk in eng.ranks)
         tot = sum(rk.usable for rk in eng.ranks)
-        self.kv_t.append(t_end)
+        self.kv_t.append(t)
         self.kv_u.append(used / tot)
 
     def _outputs(self, rk: Rank, plan: Plan, t: float) -> None:
@@ -610,8 +615,11 @@ class Simulation:
         for d in per:
             if d:
                 extra_all += d["extra"][:m]
-        self.kv_t.extend(times[1 : commit + 1].tolist())
-        self.kv_u.extend(((used0 + extra_all[:commit]) / tot).tolist())
+        # KV samples at the ends of steps 0..commit-2 (the last one is taken from the state
+        # after its outputs, below): decided through step j (sync) or j + 1 (async)
+        shift = 1 if eng.cfg.async_scheduling else 0
+        self.kv_t.extend(times[1:commit].tolist())
+        self.kv_u.extend(((used0 + extra_all[shift : commit - 1 + shift]) / tot).tolist())
         for rk, plan, d in zip(eng.ranks, plans, per):
             if not d:
                 pending.append([])
@@ -664,5 +672,6 @@ class Simulation:
                 )
         eng.t = float(times[commit])
         self.now = eng.t
+        self._kv_sample(eng, eng.t)
         if commit < m:
             eng.pending = pending
