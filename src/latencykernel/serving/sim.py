@@ -141,8 +141,9 @@ class Simulation:
         self.rank_of = [0] * n
         self.now = 0.0
         # accumulators
-        self.itl_vals: list[Any] = []
-        self.itl_wts: list[Any] = []
+        self.itl_one: list[float] = []  # single gaps (weight 1)
+        self.itl_vals: list[Any] = []  # arrays of gaps from runs
+        self.itl_wts: list[Any] = []  # their weights
         self.kv_t: list[Any] = []
         self.kv_u: list[Any] = []
         self.bottleneck: dict[str, float] = {}
@@ -256,16 +257,18 @@ class Simulation:
                 raise LatencyKernelError(
                     "the simulation stalled: requests wait that no engine can schedule (internal error; please report)"
                 )
-            bound = min(ta, ts)
+            # the next moment anything else may change: another engine's step end (its
+            # completions send new requests), and, unless they cannot matter, arrivals
+            others = INF
             for e in engines:
-                if e is not eng and e.t < bound:
-                    bound = e.t
+                if e is not eng and e.t < others:
+                    others = e.t
             before = self.completed
-            self._act(eng, bound)
+            self._act(eng, min(ta, ts, others), others)
             if self.progress is not None and self.completed // tick != before // tick:
                 self.progress(self.completed, total)
 
-    def _act(self, eng: _Engine, bound: float) -> None:
+    def _act(self, eng: _Engine, bound: float, others: float = INF) -> None:
         """Engine ``eng`` launches its next step (or run of steps) at ``eng.t``."""
         t = eng.t
         self.now = t
@@ -281,7 +284,7 @@ class Simulation:
             eng.t = INF
             return
         if cfg.skip_ahead and not pre and self._uniform(eng, plans):
-            if self._run(eng, plans, t, bound):
+            if self._run(eng, plans, t, bound, others):
                 return
         d, bott = self._price(eng, plans)
         t_end = t + d
@@ -303,7 +306,7 @@ class Simulation:
             pre = pre or q
         return plans, pre
 
-    def _price(self, eng: _Engine, plans: list[Plan]) -> tuple[float, str]:
+    def _price(self, eng: _Engine, plans: list[Plan], count: bool = True) -> tuple[float, str]:
         dt = eng.cfg.decode_threshold
         best = -1.0
         bott = "host"
@@ -315,7 +318,8 @@ class Simulation:
             else:
                 b = Batch.from_columns([p[1] for p in plan], [p[2] for p in plan], decode_threshold=dt)
             e = eng.model.step_time(b)
-            self.steps += 1
+            if count:
+                self.steps += 1
             d = e.overlap if eng.cfg.overlap else e.no_overlap
             if d > best:
                 best, bott = d, str(e.bottleneck)
@@ -349,8 +353,7 @@ class Simulation:
             if o == e:  # first chunk
                 self.first_client[r] = t + o * otpt
             else:
-                self.itl_vals.append((t - self.last_emit[r]) + e * otpt)
-                self.itl_wts.append(1)
+                self.itl_one.append((t - self.last_emit[r]) + e * otpt)
             self.last_emit[r] = t
             if o >= self.target[r]:
                 self._finish(rk, r, t)
@@ -431,9 +434,14 @@ class Simulation:
             anyp = anyp or bool(plan)
         return anyp
 
-    def _run(self, eng: _Engine, plans: list[Plan], t0: float, bound: float) -> bool:
+    def _run(self, eng: _Engine, plans: list[Plan], t0: float, bound: float, others: float = INF) -> bool:
         """Commit a run of decode steps starting with ``plans`` (already decided) at ``t0``.
-        Returns False when the run is one step long (the caller takes the ordinary path)."""
+        Returns False when the run is one step long (the caller takes the ordinary path).
+
+        ``bound`` is the next event anywhere; ``others`` the next step end of another engine.
+        With one engine of one rank whose waiting queue is blocked (its head cannot be
+        admitted, and so no request behind it: FCFS), an arrival only joins the queue's tail
+        and changes no decision, so the run may pass it: the arrivals are routed after."""
         cfg = eng.cfg
         k = cfg.num_speculative_tokens
         bs = cfg.block_size
@@ -463,8 +471,17 @@ class Simulation:
             per.append({"rid": rid, "c0": c0, "e0": e0, "o0": o0, "left": left, "tgt": tgt})
         if m <= 1:
             return False
-        # a cap so a single call stays a bounded size
+        # a cap so a single call stays a bounded size, and one from the bound: decode steps
+        # only lengthen as contexts grow, so about (bound - t0) / step-0 steps fit before it
+        # (a wrong guess only shortens the run; the commit below cuts at the bound exactly)
         m = min(m, 4096)
+        if bound < INF:
+            d0 = self._price(eng, plans, count=False)[0]
+            room = (bound - t0) / d0 if d0 > 0 else INF
+            if room < 1.0:
+                return False
+            if room + 2 < m:
+                m = int(room) + 2
         # per rank, the run's columns over steps 0..m-1
         blocks_ok = m
         for rk, d in zip(ranks, per):
@@ -500,6 +517,8 @@ class Simulation:
         m = min(m, blocks_ok)
         if m <= 1:
             return False
+        if len(self.engines) == 1 and len(ranks) == 1 and ranks[0].waiting:
+            bound = others  # blocked (checked above), so arrivals cannot change a decision
         # price steps 0..m-1 of every rank; the engine's step is its slowest rank's
         dur = None
         bott = None
@@ -605,10 +624,12 @@ class Simulation:
         pending: list[Plan] = []
         # bookkeeping for every committed step (a rank's step each)
         self.steps += commit * len(eng.ranks)
-        for j in range(commit):
-            eng.busy_s += float(dur[j])
-            b = str(bott[j])
-            self.bottleneck[b] = self.bottleneck.get(b, 0.0) + float(dur[j])
+        dc = dur[:commit]
+        bc = bott[:commit]
+        eng.busy_s += float(dc.sum())
+        for res in set(bc.tolist()):
+            name = str(res)
+            self.bottleneck[name] = self.bottleneck.get(name, 0.0) + float(dc[bc == res].sum())
         tot = sum(rk.usable for rk in eng.ranks)
         used0 = sum(rk.usable - rk.free for rk in eng.ranks)
         extra_all = np.zeros(m, dtype=np.int64)
