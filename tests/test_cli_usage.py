@@ -34,7 +34,10 @@ BAD = [
     ("price", "--model", "no-such-model", "--hardware", "h100"),
     ("nosuchcommand",),
     ("explain", "Gpt2XlDecodeH100", "--tp", "2"),  # --tp silently ignored on a named scenario
-    # CHART_BAD
+    ("capacity", GUIDE, "--tpot", "fast"),
+    ("anatomy", GUIDE, "--requests", "256..1"),
+    ("anatomy", GUIDE, "-o", "chart.jpg"),
+    ("compare", GUIDE, "x@y:foo=1"),
 ]
 
 
@@ -76,7 +79,7 @@ def test_version_and_help_are_fast_paths() -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().splitlines()[-1] == "[]"
-    for cmd in ("price", "models", "chips", "explain"):  # CHART_CMDS
+    for cmd in ("price", "models", "chips", "anatomy", "capacity", "compare", "explain"):
         assert f"\n  {cmd} " in r.stdout
     v = run("--version")
     assert v.returncode == 0 and v.stdout.strip().startswith("latencykernel 0.")

@@ -35,7 +35,10 @@ ALLOWED = {
         "derive",
         "kernel",
     },
+    # charts draw result objects; matplotlib is imported only here
+    "charts": {"errors", "batch", "step_model", "scenarios"},
     "cli": {
+        "charts",
         "errors",
         "batch",
         "step_model",

@@ -121,6 +121,10 @@ class Deployment:
         """The kernel, opened from the scenario file or built from the arguments."""
         repos = repos_from(self.scenarios_dir, self.catalog, self.registry)
         settings = self.build_settings()
+        if self.scenario is not None and "@" in self.scenario and self.model is None and not settings:
+            if not Path(self.scenario).exists():  # MODEL@HARDWARE[:tp=8,...]
+                roots = {"scenarios_dir": self.scenarios_dir, "catalog": self.catalog, "registry": self.registry}
+                return parse_deployment(self.scenario, "DEPLOYMENT", **roots).kernel()
         if self.scenario is not None:
             if self.model is not None or self.hardware is not None or settings:
                 given = ["--" + k.replace("_", "-") for k in ("model", "hardware") if getattr(self, k) is not None]
@@ -146,6 +150,38 @@ class Deployment:
             return self.scenario
         extra = ", ".join(f"{k}={v}" for k, v in self.build_settings().items())
         return f"{self.model} on {self.hardware}" + (f" ({extra})" if extra else "")
+
+
+def parse_deployment(text: str, option: str, **roots: Any) -> Deployment:
+    """A scenario file, or ``MODEL@HARDWARE[:key=value,...]`` with ``lk.build``'s keywords
+    (``deepseek-v3@h200:tp=8,enable_expert_parallel=true``)."""
+    if "@" not in text or Path(text).exists():
+        return Deployment(scenario=text, **roots)
+    head, _, tail = text.partition(":")
+    model, _, hardware = head.rpartition("@")
+    if not model or not hardware:
+        raise usage(f"{option} {text!r}: write a scenario file or MODEL@HARDWARE[:tp=8,dp=2,...]")
+    settings: dict[str, Any] = {}
+    names = {f.name: f for f in fields(Deployment)}
+    for item in filter(None, tail.split(",")):
+        key, eq, value = item.partition("=")
+        key = key.strip().replace("-", "_")
+        key = {"ep": "enable_expert_parallel", "kv_cache_dtype": "cache_dtype"}.get(key, key)
+        if key not in BUILD_OPTIONS or key in ("model", "hardware"):
+            known = ", ".join(k for k in BUILD_OPTIONS if k not in ("model", "hardware"))
+            raise usage(f"{option} {text!r}: {key!r} is not a build setting; use one of {known}")
+        typ = BUILD_OPTIONS[key][1]
+        if typ is bool:
+            settings[key] = value.strip().lower() in ("", "1", "true", "yes", "on") if eq else True
+        elif typ == int | None:
+            try:
+                settings[key] = int(value)
+            except ValueError:
+                raise usage(f"{option} {text!r}: {key} must be a whole number, got {value!r}") from None
+        else:
+            settings[key] = value
+    assert all(k in names for k in settings)
+    return Deployment(model=model, hardware=hardware, **settings, **roots)
 
 
 class UsageError(LatencyKernelError):
@@ -242,6 +278,37 @@ def console() -> Any:
     return Console(highlight=False, width=None if sys.stdout.isatty() else 200)
 
 
+def progress(items: Any, label: str, *, quiet: bool = False) -> Any:
+    """``items`` with a progress bar on a terminal's stderr (for work that takes seconds);
+    plain in a pipe, under ``--json`` (``quiet``), and in tests."""
+    import sys
+
+    if quiet or not sys.stderr.isatty():
+        return iter(items)
+    from rich.progress import track
+
+    return track(list(items), description=label, console=_err_console(), transient=True)
+
+
+def _err_console() -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+Output = typer.Option(None, "-o", "--output", help="Save the chart here: a .png or .svg file.")
+
+
+def saved(fig: Any, path: Path, as_json: bool) -> None:
+    """Save a chart and say where (on stderr under ``--json``, so stdout stays JSON)."""
+    import sys
+
+    from latencykernel.charts import save
+
+    p = save(fig, path)
+    (sys.stderr if as_json else sys.stdout).write(f"wrote {p}\n")
+
+
 def sig(x: float, digits: int = 6) -> float:
     """``x`` to ``digits`` significant figures (the precision the model has, and no float noise)."""
     if x == 0 or not math.isfinite(x):
@@ -255,7 +322,7 @@ def seconds(x: float) -> float:
 
 
 def tidy(obj: Any, key: str = "") -> Any:
-    """A JSON-ready copy: seconds (keys ending ``_s``, and the values of a map so named) to
+    """A JSON-ready copy: seconds (keys ending ``_s`` but not ``_per_s``, and the values of a map so named) to
     the nanosecond, other floats to six significant figures, numpy scalars as Python numbers,
     non-finite floats as null."""
     if isinstance(obj, dict):
@@ -272,7 +339,7 @@ def tidy(obj: Any, key: str = "") -> Any:
     if isinstance(obj, float):
         if not math.isfinite(obj):
             return None
-        return seconds(obj) if key.endswith("_s") else sig(obj)
+        return seconds(obj) if key.endswith("_s") and not key.endswith("_per_s") else sig(obj)
     return obj
 
 
