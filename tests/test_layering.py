@@ -35,8 +35,9 @@ ALLOWED = {
         "derive",
         "kernel",
     },
+    "serving": {"errors", "batch", "step_model"},
     # charts draw result objects; matplotlib is imported only here
-    "charts": {"errors", "batch", "step_model", "scenarios"},
+    "charts": {"errors", "batch", "step_model", "scenarios", "serving"},
     "cli": {
         "charts",
         "errors",
@@ -51,6 +52,7 @@ ALLOWED = {
         "derive",
         "kernel",
         "scenarios",
+        "serving",
     },
 }
 IMPORT = re.compile(r"^\s*(?:from|import)\s+latencykernel\.([a-z_]+)", re.M)
