@@ -188,3 +188,29 @@ def test_chart_commands_write_images_and_json(tmp_path: Path) -> None:
     assert m.returncode == 0, m.stderr
     d = json.loads(m.stdout)
     assert d["a"]["gpus"] == d["b"]["gpus"] == 8
+
+
+def test_serving_figure_draws_median_and_p99_against_load(tmp_path: Path) -> None:
+    """Guards the serving chart plotting other numbers than the ServingResults it was given."""
+    from latencykernel.charts import serving_figure, serving_sweep
+
+    k = lk.build("llama-3.1-8b-instruct", "h100")
+    sweep = serving_sweep(k, isl=512, osl=64, concurrencies=[1, 4, 16], num_prompts=32, label="llama")
+    fig = serving_figure(sweep)
+    ax_ttft, ax_tpot, ax_tput = fig.axes
+    assert (ax_ttft.get_ylabel(), ax_tpot.get_ylabel()) == ("TTFT (ms)", "TPOT (ms)")
+    assert ax_ttft.get_xlabel() == ax_tpot.get_xlabel() == "concurrency (requests in flight)"
+    assert (ax_tput.get_xlabel(), ax_tput.get_ylabel()) == ("TPOT median (ms)", "output tokens/s per GPU")
+    lines = {ln.get_label(): ln for ax in fig.axes for ln in ax.get_lines()}
+    rs = sweep.results
+    assert list(lines["TTFT median"].get_ydata()) == [r.ttft.median * 1e3 for r in rs]
+    assert list(lines["TPOT p99"].get_ydata()) == [r.tpot.p99 * 1e3 for r in rs]
+    tput = lines["output throughput per GPU"]
+    assert list(tput.get_xdata()) == [r.tpot.median * 1e3 for r in rs]
+    assert list(tput.get_ydata()) == [r.output_throughput_per_gpu for r in rs]
+    assert [t.get_text() for t in ax_tput.texts] == ["1", "4", "16"]
+    # more requests in flight: more throughput per GPU, and a slower token for each
+    assert tput.get_ydata()[0] < tput.get_ydata()[-1] and tput.get_xdata()[0] < tput.get_xdata()[-1]
+    rows = sweep.as_dict()["rows"]
+    assert [r["load"] for r in rows] == [1, 4, 16] and all(r["ttft_p99_s"] >= r["ttft_median_s"] for r in rows)
+    _is_image(save(fig, tmp_path / "serving.png"))

@@ -23,6 +23,8 @@ def main() -> None:
         compare_deployments,
         compare_figure,
         save,
+        serving_figure,
+        serving_sweep,
     )
 
     IMG.mkdir(parents=True, exist_ok=True)
@@ -31,10 +33,12 @@ def main() -> None:
     sweep = anatomy_sweep(k, 4096, [1, 2, 4, 8, 16, 32, 64, 128, 256], label=k.name)
     table = capacity_table(k, 0.050, [1024, 2048, 4096, 8192, 16384, 32768], label=k.name)
     c = compare_deployments(k, b, 32, 4096, labels=(k.name, b.name), tpot_s=0.050)
+    served = serving_sweep(k, isl=1024, osl=256, concurrencies=[1, 2, 4, 8, 16, 32, 64, 128, 256], label=k.name)
     for name, fig in (
         ("anatomy.png", anatomy_figure(sweep)),
         ("capacity.png", capacity_figure(table)),
         ("compare.png", compare_figure(c)),
+        ("serving.png", serving_figure(served)),
     ):
         print("wrote", save(fig, IMG / name))
 

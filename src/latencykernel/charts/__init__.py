@@ -25,6 +25,9 @@ _EXPORTS: dict[str, str] = {
     "Comparison": "latencykernel.charts.compare",
     "compare_deployments": "latencykernel.charts.compare",
     "compare_figure": "latencykernel.charts.compare",
+    "ServingSweep": "latencykernel.charts.serving",
+    "serving_sweep": "latencykernel.charts.serving",
+    "serving_figure": "latencykernel.charts.serving",
 }
 
 __all__ = sorted(_EXPORTS)
