@@ -17,9 +17,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from latencykernel.documents.checkpoint import CheckpointFacts, load_checkpoint_facts
 from latencykernel.documents.chip import Chip, load_chip
 from latencykernel.documents.coefficients import CoefficientSet, load_coefficient_set
-from latencykernel.documents.common import MEMORY, copy_if_unchanged, show, validate
+from latencykernel.documents.common import MEMORY, cached, copy_if_unchanged, show, validate
 from latencykernel.documents.fabric import Fabric, load_fabric
 from latencykernel.documents.graph import ModelGraph, load_graph
 from latencykernel.documents.rules import EngineRules, lookup_rules
@@ -61,6 +62,7 @@ class Inputs:
     coefficients: list[CoefficientSet]
     rules: EngineRules
     files: dict[str, str] = field(default_factory=dict)
+    checkpoint: CheckpointFacts | None = None  # read from the config.json beside the graph
 
     @property
     def stated_pool(self) -> Pool:
@@ -77,7 +79,14 @@ class Inputs:
 
 def _check_pool(deployment: Deployment, pool: Any, file: str) -> None:
     n = len(deployment.pools)
-    if isinstance(pool, bool) or not isinstance(pool, int) or not 0 <= pool < n:
+    if isinstance(pool, bool) or not isinstance(pool, int):
+        raise DocumentError(
+            f"pool must be a whole-number index into the {n} pool(s) of {file} (0 to {n - 1}), got {pool!r}",
+            file=file,
+            key="pools",
+            value=pool,
+        )
+    if not 0 <= pool < n:
         raise DocumentError(f"{file} states {n} pool(s); pool {pool} was requested", file=file, key="pools", value=pool)
 
 
@@ -168,7 +177,14 @@ def validate_inputs(inputs: Inputs) -> Inputs:
             f"rules: expected EngineRules (see lookup_rules), got {show(inputs.rules)}", key="rules", value=inputs.rules
         )
     _check_cross(scenario, deployment, fabric, storage, fl)
-    return Inputs(scenario, deployment, inputs.pool, model, chip, fabric, storage, coefficients, inputs.rules, dict(fl))
+    facts = inputs.checkpoint
+    if facts is not None and not isinstance(facts, CheckpointFacts):
+        raise DocumentError(
+            f"checkpoint: expected CheckpointFacts or None, got {show(facts)}", key="checkpoint", value=facts
+        )
+    return Inputs(
+        scenario, deployment, inputs.pool, model, chip, fabric, storage, coefficients, inputs.rules, dict(fl), facts
+    )
 
 
 # --------------------------------------------------------------------------- loading
@@ -188,6 +204,7 @@ def _complete(scenario: Scenario, deployment: Deployment, pool: int, repos: Repo
     f = files["scenario"]
     gp = repos.graph_path(scenario.model, setting="model", origin=f)
     model = load_graph(gp)
+    facts = _checkpoint_facts(gp, model)
     cp = repos.chip_path(scenario.cluster.hardware, setting="cluster.hardware", origin=f)
     chip = load_chip(cp)
     files.update(model=str(gp), chip=str(cp))
@@ -206,7 +223,23 @@ def _complete(scenario: Scenario, deployment: Deployment, pool: int, repos: Repo
     files["storage"] = str(stp)
     rules = _rules_for(scenario, f)
     _check_cross(scenario, deployment, fabric, storage, files)
-    return Inputs(scenario, deployment, pool, model, chip, fabric, storage, sets, rules, files)
+    if facts is not None:
+        files["checkpoint"] = facts.file
+    return Inputs(scenario, deployment, pool, model, chip, fabric, storage, sets, rules, files, facts)
+
+
+def _checkpoint_facts(graph_path: Any, model: ModelGraph) -> CheckpointFacts | None:
+    """The facts of the ``config.json`` a catalog graph was derived from, when it sits
+    beside the graph (``derived_from.path``); None for a graph of another origin."""
+    from pathlib import Path
+
+    d = model.derived_from
+    if d.format != "hf_config_json" or "/" in d.path or "\\" in d.path or d.path in ("", ".", ".."):
+        return None
+    p = Path(graph_path).parent / d.path
+    if not p.is_file():
+        return None
+    return cached("checkpoint", p, load_checkpoint_facts)
 
 
 def open_inputs(scenario: str | os.PathLike[str], repos: Repos | None = None, pool: int = 0) -> Inputs:

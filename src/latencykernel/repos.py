@@ -6,12 +6,16 @@
     <registry>/coefficients/<set>.yaml
 
 A name that resolves to no file raises ``DocumentError`` naming the missing path and the
-setting that named it.
+setting that named it. A name in a document is a name, never a path: one holding a path
+separator, ``..``, a leading dot or a NUL, or longer than a file name may be, is refused
+before any file is looked at, so a document can only reach files inside the three roots.
+(A file path is what ``open`` takes on its command line, not what a document names.)
 """
 
 from __future__ import annotations
 
 import difflib
+import errno
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,6 +42,64 @@ def _listing(name: str, names: list[str], limit: int = 12) -> str:
 def _said(setting: str, origin: str | None) -> str:
     """How a message names the setting: ``<file>: scenario key model`` or ``model``."""
     return f"{origin}: scenario key {setting}" if origin else setting
+
+
+MAX_NAME_CHARS = 200  # a catalog name plus ".yaml" stays under every file system's 255
+
+
+def _check_name(name: Any, what: str, setting: str, origin: str | None) -> str:
+    """``name`` if it is a plain catalog name, else a DocumentError naming the setting."""
+    if not isinstance(name, str) or not name:
+        raise DocumentError(
+            f"{_said(setting, origin)}: a {what} name must be a non-empty string, got {name!r}",
+            key=setting,
+            value=name,
+        )
+    shown = name if len(name) <= 60 else name[:57] + "..."
+    why = ""
+    if len(name) > MAX_NAME_CHARS:
+        why = f"is {len(name)} characters long (at most {MAX_NAME_CHARS})"
+    elif "/" in name or "\\" in name or os.sep in name or (os.altsep and os.altsep in name):
+        why = "holds a path separator"
+    elif name.startswith(".") or ".." in name:
+        why = "starts with a dot or holds '..'"
+    elif "\0" in name or any(ord(c) < 32 for c in name):
+        why = "holds a control character"
+    if why:
+        raise DocumentError(
+            f"{_said(setting, origin)}: {shown!r} {why}; a {what} is named by its catalog name (a file stem "
+            f"inside the catalog or registry), never by a path",
+            key=setting,
+            value=name,
+        )
+    return name
+
+
+def _is_file(p: Path) -> bool:
+    """``p.is_file()`` that answers False (rather than raising) for a name the operating
+    system rejects: too long, a symlink loop, a permission error."""
+    try:
+        return p.is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def _kind_of(p: Path) -> str:
+    """What stands at ``p`` when it is not a regular file (for a message)."""
+    try:
+        if p.is_dir():
+            return "a directory"
+        if p.is_symlink() and not p.exists():
+            return "a broken or looping symbolic link"
+        if p.exists():
+            return "not a regular file"
+    except OSError as e:
+        if e.errno == errno.ENAMETOOLONG:
+            return ""  # reported as naming no file, with the reason
+        return f"unreadable ({e.strerror or e})"
+    except ValueError:
+        return "not a valid path"
+    return ""
 
 
 def _stems(folder: Path) -> list[str]:
@@ -69,20 +131,39 @@ class Repos:
 
     def scenario_path(self, name: _PathLike, *, setting: str = "scenario", origin: str | None = None) -> Path:
         """``name`` relative to ``scenarios`` (``.yaml`` may be left off), or an existing file as given."""
-        rel = self.scenarios / name
+        text = os.fspath(name) if isinstance(name, str | os.PathLike) else name
+        if not isinstance(text, str) or not text or "\0" in text:
+            raise DocumentError(
+                f"{_said(setting, origin)}: a scenario must be a non-empty file path or name, got {name!r}",
+                key=setting,
+                value=name,
+            )
+        shown = text if len(text) <= 80 else text[:77] + "..."
+        rel = self.scenarios / text
         candidates = [rel]
-        if not str(name).endswith((".yaml", ".yml")):
-            candidates.append(self.scenarios / f"{name}.yaml")
-        candidates.append(Path(name))
+        if not text.endswith((".yaml", ".yml")):
+            candidates.append(self.scenarios / f"{text}.yaml")
+        candidates.append(Path(text))
         for c in candidates:
-            if c.is_file():
+            if _is_file(c):
                 return c
+        for c in (Path(text), rel):
+            kind = _kind_of(c)
+            if kind:
+                raise DocumentError(
+                    f"{_said(setting, origin)}: {shown!r} is {kind}, not a scenario file; name a YAML file",
+                    file=str(c),
+                    key=setting,
+                    value=text,
+                )
+        too_long = any(len(part) > 255 for part in Path(text).parts)
         raise DocumentError(
-            f"{_said(setting, origin)}: {str(name)!r} names no file: neither {rel} nor {name} exists; available scenarios: "
-            f"{_listing(str(name), self.list_scenarios())}",
-            file=str(rel),
+            f"{_said(setting, origin)}: {shown!r} names no file"
+            + (" (a part of it is longer than a file name may be)" if too_long else "")
+            + f"; available scenarios: {_listing(text[:200], self.list_scenarios())}",
+            file=str(rel)[:300],
             key=setting,
-            value=str(name),
+            value=text,
         )
 
     @staticmethod
@@ -97,7 +178,7 @@ class Repos:
     ) -> Path:
         """``p`` if it is a file, else a DocumentError naming the setting, the name and the
         names that would resolve."""
-        if not p.is_file():
+        if not _is_file(p):
             raise DocumentError(
                 f"{_said(setting, origin)}: {name!r} has no {what} at {p}; {available}: {_listing(name, choices())}",
                 file=str(p),
@@ -108,6 +189,7 @@ class Repos:
 
     def graph_path(self, model: str, *, setting: str = "model", origin: str | None = None) -> Path:
         """``<catalog>/models/<model>/graph.yaml``."""
+        _check_name(model, "model", setting, origin)
         return self._existing(
             self.catalog / "models" / model / "graph.yaml",
             model,
@@ -120,6 +202,7 @@ class Repos:
 
     def model_identity_path(self, model: str, *, setting: str = "model", origin: str | None = None) -> Path:
         """``<catalog>/models/<model>/model.yaml``."""
+        _check_name(model, "model", setting, origin)
         return self._existing(
             self.catalog / "models" / model / "model.yaml",
             model,
@@ -132,6 +215,7 @@ class Repos:
 
     def chip_path(self, name: str, *, setting: str = "hardware", origin: str | None = None) -> Path:
         """``<catalog>/hardware/<name>.yaml``."""
+        _check_name(name, "chip", setting, origin)
         return self._existing(
             self.catalog / "hardware" / f"{name}.yaml",
             name,
@@ -144,6 +228,7 @@ class Repos:
 
     def fabric_path(self, name: str, *, setting: str = "fabric", origin: str | None = None) -> Path:
         """``<catalog>/networks/<name>.yaml``."""
+        _check_name(name, "fabric", setting, origin)
         return self._existing(
             self.catalog / "networks" / f"{name}.yaml",
             name,
@@ -166,6 +251,7 @@ class Repos:
 
     def coefficient_path(self, name: str, *, setting: str = "coefficients", origin: str | None = None) -> Path:
         """``<registry>/coefficients/<name>.yaml``."""
+        _check_name(name, "coefficient set", setting, origin)
         return self._existing(
             self.registry / "coefficients" / f"{name}.yaml",
             name,
@@ -223,6 +309,8 @@ class Repos:
 
     def find_model(self, name_or_hf_id: str, *, setting: str = "model") -> str:
         """The catalog name for a catalog directory name or a Hugging Face repo id."""
+        if not isinstance(name_or_hf_id, str) or not name_or_hf_id or len(name_or_hf_id) > MAX_NAME_CHARS:
+            _check_name(name_or_hf_id, "model", setting, None)
         dirs = self._model_dirs()
         if name_or_hf_id in dirs:
             return name_or_hf_id
@@ -261,6 +349,7 @@ class Repos:
 
     def find_chip(self, name: str, *, setting: str = "hardware") -> str:
         """The catalog chip for an exact file stem, else a unique prefix (``gb200`` -> ``gb200-nvl72``)."""
+        _check_name(name, "chip", setting, None)
         chips = self.list_chips()
         if name in chips:
             return name

@@ -176,6 +176,11 @@ class Engine(StrictModel):
     dcp_comm_backend: str | None = None
     cp_kv_cache_interleave_size: PosInt | None = None
     dcp_q_replicate: bool | None = None
+    # vLLM --enable-chunked-prefill (on by default in v1), --disable-hybrid-kv-cache-manager,
+    # and --hf-overrides (only its rope_scaling block is read: it lifts the context limit).
+    enable_chunked_prefill: bool | None = None
+    disable_hybrid_kv_cache_manager: bool | None = None
+    hf_overrides: dict[str, Any] | None = None
 
 
 class Pool(StrictModel):

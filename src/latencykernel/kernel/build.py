@@ -33,6 +33,18 @@ from latencykernel.resolve.settings import (
     graph_modes,
 )
 from latencykernel.resolve.sparse_mla import sparse_mla_backend
+from latencykernel.resolve.startup import (
+    check_attention_heads,
+    check_block_size,
+    check_cluster_size,
+    check_experts,
+    check_max_model_len,
+    check_moe_intermediate,
+    check_quantization,
+    check_recurrent_heads,
+    check_scheduler_limits,
+    derived_max_model_len,
+)
 
 if TYPE_CHECKING:
     from latencykernel.kernel.kernel import Kernel
@@ -69,8 +81,21 @@ def _kv_geometry(graph: Any, plan: Plan) -> tuple[int, int, str, int, list[str]]
     return n_kv, d_h, kind, kv_layers, kinds
 
 
+def _graph_nodes(graph: Any, op: str) -> list[tuple[str, Any]]:
+    """(layer kind id, node) for every node of ``op`` in a layer kind the stack uses."""
+    used = set(graph.expand())
+    return [(lk.id, n) for lk in graph.layer_kinds if lk.id in used for n in lk.nodes if n.op == op]
+
+
 def _check_cache_dtypes(engine: Any, kv_kind: str) -> None:
     c = engine.cache_dtype
+    if c == "":
+        # vllm/config/cache.py CacheDType: '' is not among the accepted names (auto is).
+        raise _refuse(
+            "engine.cache_dtype '' (empty) is not a KV cache dtype vLLM accepts; state auto, or leave it unset",
+            "engine.cache_dtype",
+            c,
+        )
     if c is not None:
         if c in UNPRICED_CACHE_DTYPES:
             # KNOWN DIVERGENCE: per-token-head and turboquant pages are not sized; refused.
@@ -191,6 +216,7 @@ def new(inputs: Any) -> Kernel:
     par, eng = pool.parallel, pool.engine
     cluster = scenario.cluster
     assumptions = Assumptions()
+    overrides: list[Override] = []
 
     if par.pp > 1:
         raise _refuse(
@@ -207,6 +233,22 @@ def new(inputs: Any) -> Kernel:
     rack_is_one_domain = bool(chip.GPUsPerRack) and bool(chip.IntraRackBwGBps)
     rack_gpus = (cluster.gpus_per_rack or chip.GPUsPerRack or 0) if rack_is_one_domain else 0
     gpus_per_node = int(cluster.gpus_per_node)
+    check_cluster_size(gpus_per_node, int(cluster.nodes))
+
+    # Expert parallelism on a dense model: vLLM's FusedMoE is the only layer that reads
+    # enable_expert_parallel, so a model without routed experts runs as if it were off.
+    ep_stated = bool(par.enable_expert_parallel)
+    if ep_stated and not _graph_nodes(graph, "GroupedGEMM"):
+        ep_stated = False
+        overrides.append(
+            Override(
+                "enable_expert_parallel",
+                "true",
+                "false",
+                "the model has no routed experts; vLLM ignores expert parallelism on a dense model",
+            )
+        )
+        assumptions.add("enable_expert_parallel", "false", "stated true on a dense model; ignored as vLLM ignores it")
 
     rules = inputs.rules
     layout = resolve_layout(
@@ -215,7 +257,7 @@ def new(inputs: Any) -> Kernel:
         dp=par.dp,
         pcp=par.pcp,
         dcp=par.dcp,
-        ep_enabled=bool(par.enable_expert_parallel),
+        ep_enabled=ep_stated,
         gpus_per_node=gpus_per_node,
         rack_gpus=rack_gpus,
         all2all_backend=eng.all2all_backend,
@@ -224,7 +266,7 @@ def new(inputs: Any) -> Kernel:
         disable_custom_all_reduce=eng.disable_custom_all_reduce,
         allreduce_backend=eng.allreduce_backend,
     )
-    overrides: list[Override] = list(layout.overrides)
+    overrides[:0] = list(layout.overrides)
 
     coeffs = resolve_coefficients(
         ((s.name, s.entries()) for s in inputs.coefficients),
@@ -234,6 +276,8 @@ def new(inputs: Any) -> Kernel:
     # Served weights and the compute peak.
     checkpoint = graph.global_.weight_dtype
     served = served_weight_dtype(checkpoint, eng.quantization)
+    facts = inputs.checkpoint
+    check_quantization(eng.quantization, facts.quant_method if facts else None, facts is not None)
     suffix, tflops = dtype_fit(served, chip.TFlopsPeak, chip.TFlopsFP8 or 0.0, chip.TFlopsNVFP4 or 0.0)
     peak = tflops * 1e12
     if peak <= 0:
@@ -272,6 +316,21 @@ def new(inputs: Any) -> Kernel:
     except KeyError as e:  # pragma: no cover - the graph model constrains dtypes
         raise _refuse(f"unknown weight dtype {e}", "weight_dtype", str(e)) from None
     n_kv, d_h, kv_kind, kv_layers, attn_kinds = _kv_geometry(graph, plan)
+    check_attention_heads(
+        layout.tp,
+        [
+            (lp.id, lp.primary.q_heads, lp.primary.kv_heads, lp.primary.kind in LATENT_KINDS)
+            for lp in plan.layers
+            if lp.primary is not None
+        ],
+    )
+    check_recurrent_heads(
+        layout.tp,
+        [
+            (kid, str(n.recurrent_kind), int(n.n_heads or 0), int(n.n_groups or 0))
+            for kid, n in _graph_nodes(graph, "RecurrentUpdate")
+        ],
+    )
     _check_cache_dtypes(eng, kv_kind)
     latent = kv_kind in LATENT_KINDS
     is_dsa = kv_kind == "sparse_mla" and d_h == 576
@@ -290,6 +349,12 @@ def new(inputs: Any) -> Kernel:
         expert_tensor_shards = 1
     experts_rank, local_share = 0, 1.0
     if E > 0:
+        stated_r = (eplb.num_redundant_experts or 0) if eplb is not None else 0
+        check_experts(E, R, layout.expert_width, bool(eplb is not None and eplb.enable_eplb), stated_r)
+        if layout.expert_width <= 1:
+            check_moe_intermediate(
+                expert_tensor_shards, [(kid, int(n.n)) for kid, n in _graph_nodes(graph, "GroupedGEMM")]
+            )
         base, heaviest, _, _ = experts_per_rank(E + R, max(layout.expert_width, 1))
         if base == 0:
             raise _refuse(
@@ -362,6 +427,7 @@ def new(inputs: Any) -> Kernel:
         block = eng.block_size or 16
         if eng.block_size is None:
             assumptions.add("block_size", 16, "unstated; vLLM v0.31.0's default")
+        check_block_size(block, eng.block_size is not None)
     block_final = (not hybrid) and (eng.block_size is not None or is_dsa)
 
     # Decode-context interleave.
@@ -471,6 +537,12 @@ def new(inputs: Any) -> Kernel:
         assumptions.add(
             "max_num_batched_tokens", max_batched, "unstated; vLLM v0.31.0's OpenAI-server default for this part"
         )
+    max_len = _resolve_max_model_len(eng, facts, assumptions)
+    # Chunked prefill: vLLM v0.31.0's default is on. The choice is shown in ``Kernel.info``
+    # (``enable_chunked_prefill``) rather than added to the assumptions, whose count the Go
+    # kernel's worked figures pin; it prices nothing, it only decides the refusal below.
+    chunked = eng.enable_chunked_prefill is not False
+    check_scheduler_limits(max_batched, max_seqs, max_len, chunked)
     mode_name, g_decode, g_other = graph_modes(eng.cudagraph_mode, assumptions)
     nvfp4_native = (chip.TFlopsNVFP4 or 0) > 0
     capture = 0
@@ -666,9 +738,41 @@ def new(inputs: Any) -> Kernel:
         max_batched_tokens=max_batched,
         cudagraph_mode=mode_name,
         gpu_memory_utilization=util,
+        max_model_len=max_len,
+        enable_chunked_prefill=chunked,
     )
     _check_fits(kernel, chip, util, eng.max_model_len)
     return kernel
+
+
+def _resolve_max_model_len(eng: Any, facts: Any, assumptions: Assumptions) -> int:
+    """max_model_len as vLLM resolves it: the stated value, refused above what the model's
+    config supports, else the model's own limit (recorded); 0 when neither is known."""
+    rope = None
+    over = eng.hf_overrides
+    if over is not None and "rope_scaling" in over:
+        rope = over["rope_scaling"]
+        if not isinstance(rope, dict) or not isinstance(rope.get("factor", 1.0), int | float):
+            raise _refuse(
+                f"engine.hf_overrides.rope_scaling must be a mapping with a numeric factor, got {rope!r}",
+                "engine.hf_overrides",
+                over,
+            )
+    derived = None
+    if facts is not None:
+        derived = derived_max_model_len(facts.max_len, rope if rope is not None else facts.rope_scaling)
+    check_max_model_len(eng.max_model_len, derived, facts.max_len_key if facts else None, rope is not None)
+    if eng.max_model_len is not None:
+        return int(eng.max_model_len)
+    if derived is not None:
+        assumptions.add(
+            "max_model_len",
+            derived,
+            f"unstated; vLLM takes the model's own limit ({facts.max_len_key} with its RoPE scaling, config.json)",
+        )
+        return derived
+    assumptions.add("max_model_len", 0, "unstated, and the model's config.json is not beside its graph")
+    return 0
 
 
 def _check_fits(k: Kernel, chip: Any, util: float, max_model_len: int | None) -> None:
