@@ -20,7 +20,8 @@ ALLOWED = {
     "derive": {"errors", "documents", "repos"},
     "resolve": {"errors", "price"},
     "plan": {"errors", "price", "resolve"},
-    "kernel": {"errors", "batch", "step_model", "price", "resolve", "plan", "documents", "inputs", "repos"},
+    # derive: build() takes a Hugging Face config.json and derives its graph in memory
+    "kernel": {"errors", "batch", "step_model", "price", "resolve", "plan", "documents", "inputs", "repos", "derive"},
     "scenarios": {
         "errors",
         "batch",
@@ -35,7 +36,10 @@ ALLOWED = {
         "kernel",
     },
     "serving": {"errors", "batch", "step_model"},
+    # charts draw result objects; matplotlib is imported only here
+    "charts": {"errors", "batch", "step_model", "scenarios", "serving"},
     "cli": {
+        "charts",
         "errors",
         "batch",
         "step_model",

@@ -71,7 +71,7 @@ def test_explain_json_has_both_answers() -> None:
     data = json.loads(r.output)
     rows = {(x["name"], x["args"]): x for x in data["scenario"]["rows"]}
     assert rows[("step_time", "64")]["value"] == "6.90527 ms"
-    assert [row[0] for row in data["calibrated"]["step"]] == [1, 64]
+    assert [row["batch"] for row in data["calibrated"]["step"]] == [1, 64]  # rows are objects of numbers now
     formulas = {f["name"]: f for f in data["scenario"]["formulas"]}
     assert formulas["step_time"]["equation"] == "step_bytes(batch_size) / bandwidth"
 

@@ -337,6 +337,16 @@ class Repos:
             value=name_or_hf_id,
         )
 
+    def _same_figures(self, chips: list[str]) -> bool:
+        """Whether every chip file in ``chips`` states the same figures (aliases of one part)."""
+        from latencykernel.documents.chip import load_chip
+
+        try:
+            dumps = [load_chip(self.chip_path(c)).model_dump() for c in chips]
+        except DocumentError:
+            return False
+        return all(d == dumps[0] for d in dumps[1:])
+
     def find_chip(self, name: str, *, setting: str = "hardware") -> str:
         """The catalog chip for an exact file stem, else a unique prefix (``gb200`` -> ``gb200-nvl72``)."""
         _check_name(name, "chip", setting, None)
@@ -349,6 +359,8 @@ class Repos:
         prefixed = [c for c in chips if c.lower().startswith(name.lower())]
         if len(prefixed) == 1:
             return prefixed[0]
+        if len(prefixed) > 1 and self._same_figures(prefixed):
+            return prefixed[0]  # aliases of one part (a100 -> a100-80 = a100-sxm): any of them prices alike
         if len(prefixed) > 1:
             raise DocumentError(
                 f"{setting}: {name!r} matches several chips ({', '.join(prefixed)}); name one", key=setting, value=name

@@ -14,7 +14,17 @@ from typing import Any
 import typer
 
 from latencykernel.cli import app
-from latencykernel.cli.common import CatalogDir, Json, RegistryDir, ScenariosDir, console, print_json, repos_from
+from latencykernel.cli.common import (
+    MAX_TOKENS,
+    CatalogDir,
+    Json,
+    RegistryDir,
+    ScenariosDir,
+    console,
+    print_json,
+    repos_from,
+    usage,
+)
 
 
 def _batches(text: str | None) -> list[int] | None:
@@ -32,19 +42,30 @@ def explain_cmd(
         None, help="A named scenario (see --list), or a deployment scenario file whose decode batches to explain."
     ),
     list_: bool = typer.Option(False, "--list", help="List the named scenarios and the mlsysim ones left out."),
-    context: int | None = typer.Option(None, "--context", min=1, help="Tokens per sequence (decode batches)."),
+    context: int | None = typer.Option(
+        None, "--context", min=1, max=MAX_TOKENS, help="Tokens per sequence (decode batches)."
+    ),
     batch: str | None = typer.Option(None, "--batch", help="Batch sizes, comma-separated (decode batches)."),
     calibrated: bool = typer.Option(
         True, "--calibrated/--no-calibrated", help="Show the calibrated kernel beside a decode floor."
     ),
-    tp: int = typer.Option(1, "--tp", min=1, help="Tensor parallelism of the calibrated counterpart."),
+    tp: int | None = typer.Option(
+        None, "--tp", min=1, max=1 << 16, help="Tensor parallelism of a named decode scenario's calibrated counterpart."
+    ),
     pool: int = typer.Option(0, "--pool", help="Pool index of a disaggregated deployment."),
     as_json: bool = Json,
     scenarios_dir: Path | None = ScenariosDir,
     catalog: Path | None = CatalogDir,
     registry: Path | None = RegistryDir,
 ) -> None:
-    """Print a scenario's equations, assumptions and exclusions with its values."""
+    """Print a scenario's equations, assumptions and exclusions with its values.
+
+    \b
+    Examples:
+      latencykernel explain --list
+      latencykernel explain Gpt2XlChatDecodeBatchesH100 --tp 1
+      latencykernel explain examples/llama-3.1-8b-instruct-h100-bf16-tp1.yaml --context 8192 --batch 1,64,256
+    """
     from latencykernel.scenarios import explain as ex
     from latencykernel.scenarios.named import LEFT_OUT, NAMED, Scenarios, keys
 
@@ -63,7 +84,17 @@ def explain_cmd(
             if not all(hasattr(scenario, k) for k in changes):
                 raise typer.BadParameter(f"{name} has no context_tokens/batch_sizes inputs")
             scenario = scenario.variant(**changes)
-        cal, why = ex.calibrated_for(scenario, tp) if calibrated else (None, "")
+        if tp is not None:
+            from latencykernel.scenarios.kv_decode import KvDecodeBatchScenario
+
+            if not calibrated:
+                raise usage("--tp sets the calibrated counterpart's parallelism, but --no-calibrated turns it off")
+            if not isinstance(scenario, KvDecodeBatchScenario):
+                raise usage(
+                    f"--tp applies to a decode-batch scenario's calibrated counterpart; {name} "
+                    f"({type(scenario).__name__}) has none, so --tp would change nothing"
+                )
+        cal, why = ex.calibrated_for(scenario, tp or 1) if calibrated else (None, "")
         _show(ex.report(scenario), ex.side_by_side(cal) if cal is not None else None, why, as_json)
         return
     if name in LEFT_OUT:
@@ -87,6 +118,12 @@ def explain_cmd(
             f"{name!r} is neither a named scenario nor a deployment scenario file. Named scenarios "
             f"(closest first): {_listing(name, list(NAMED), limit=5)}. {e}"
         ) from None
+    if tp is not None:
+        raise usage(
+            f"--tp applies to a named decode scenario; {name!r} is a deployment file that states its own "
+            f"widths (for another width, use `latencykernel explain` on a file, or --model/--hardware/--tp "
+            f"with `latencykernel capacity`)"
+        )
     kernel = open_pool(name, repos, pool)
     cal = decode_batch(kernel, context or 4096, _batches(batch) or [1, 8, 32, 64, 128])
     _show(ex.report(cal), ex.side_by_side(cal), "", as_json, floor=ex.report(cal.floor))
@@ -108,8 +145,9 @@ def _list(as_json: bool) -> None:
 
     c = console()
     t = Table(title=f"named scenarios ({len(shipped)})")
-    for col in ("key", "class", "title"):
-        t.add_column(col)
+    t.add_column("key", no_wrap=True, overflow="fold")  # a key is what the user types: never cut
+    t.add_column("class", overflow="fold")
+    t.add_column("title", overflow="fold")
     for row in shipped:
         t.add_row(*row)
     c.print(t)
@@ -149,6 +187,8 @@ def _show(rep: Any, comparison: Any, why: str, as_json: bool, floor: Any = None)
             t.add_column(col, justify=just)  # type: ignore[arg-type]
         for row in r.rows:
             value = row.value if row.error is None else f"[dim]{row.error.split(': ', 1)[-1]}[/dim]"
+            if row.error is None and row.name.startswith("max_batch") and row.value.lstrip().startswith("-"):
+                value = f"{row.value} (does not fit)"
             t.add_row(row.name, row.args, value, row.equation)
         c.print(t)
         notes = [(f.name, f.assumptions, f.excludes) for f in r.formulas if f.assumptions or f.excludes]
@@ -165,18 +205,30 @@ def _show(rep: Any, comparison: Any, why: str, as_json: bool, floor: Any = None)
         )
         for s in comparison.floor_sources:
             c.print(f"  floor {s}")
+        if comparison.floor_peak_precision:
+            c.print(f"  floor computes at the chip's {comparison.floor_peak_precision} peak")
         t = Table()
         for col in ("batch", "floor step", "calibrated step", "× floor", "bottleneck"):
             t.add_column(col, justify="right")
         for row in comparison.step:
-            t.add_row(*(str(x) for x in row))
+            t.add_row(
+                str(row.batch),
+                f"{row.floor_step_s * 1e3:.4g} ms",
+                f"{row.calibrated_step_s * 1e3:.4g} ms",
+                "—" if row.over_floor is None else f"{row.over_floor:.2f}",
+                row.bottleneck,
+            )
         c.print(t)
+
+        def fits(n: int) -> str:
+            return f"{n:,}" if n > 0 else "does not fit"
+
         t = Table()
         for col in ("TPOT", "floor max batch", "calibrated max batch"):
             t.add_column(col, justify="right")
-        for row in comparison.tpot:
-            t.add_row(*(str(x) for x in row))
-        t.add_row("memory", str(comparison.memory[0]), str(comparison.memory[1]))
+        for tr in comparison.tpot:
+            t.add_row(f"{tr.tpot_s * 1e3:g} ms", fits(tr.floor_max_batch), fits(tr.calibrated_max_batch))
+        t.add_row("memory", fits(comparison.memory[0]), fits(comparison.memory[1]))
         c.print(t)
     elif why:
         c.print(f"[dim]no calibrated counterpart: {why}[/dim]")

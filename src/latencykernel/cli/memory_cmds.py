@@ -3,40 +3,31 @@
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import typer
 
 from latencykernel.cli import app
-from latencykernel.cli.common import (
-    GIB,
-    MIB,
-    CatalogDir,
-    Json,
-    RegistryDir,
-    ScenariosDir,
-    console,
-    open_kernel,
-    print_json,
-)
+from latencykernel.cli.common import GIB, MIB, Context, Deployment, Json, console, print_json, takes_deployment
 
 
 @app.command("memory")
+@takes_deployment
 def memory_cmd(
-    scenario: str = typer.Argument(..., help="Scenario path, relative to the scenarios directory or a file."),
-    context: int = typer.Option(4096, "--context", min=1, help="Tokens per sequence for the capacity figures."),
+    dep: Deployment,
+    context: int = Context(4096, "Tokens per sequence for the capacity figures."),
     utilization: float | None = typer.Option(
         None, "--gpu-memory-utilization", help="Override the deployment's gpu_memory_utilization."
     ),
-    pool: int = typer.Option(0, "--pool", help="Pool index of a disaggregated deployment."),
     as_json: bool = Json,
-    scenarios_dir: Path | None = ScenariosDir,
-    catalog: Path | None = CatalogDir,
-    registry: Path | None = RegistryDir,
 ) -> None:
-    """Fixed memory per rank, the KV budget, and how many sequences of a context fit."""
+    """Fixed memory per rank, the KV budget, and how many sequences of a context fit.
 
-    k = open_kernel(scenario, pool, scenarios_dir, catalog, registry)
+    \b
+    Examples:
+      latencykernel memory aisimulate/deepseek-v3-h200-fp8-sglang-tp8.yaml --context 8192
+      latencykernel memory --model llama-3.1-8b-instruct --hardware h100 --gpu-memory-utilization 0.85 --json
+    """
+    k = dep.kernel()
     m = k.fixed_bytes()
     util = utilization if utilization is not None else k.info["gpu_memory_utilization"]
     budget = k.kv_budget_bytes(util)
@@ -95,18 +86,18 @@ def memory_cmd(
 
 
 @app.command("evidence")
-def evidence_cmd(
-    scenario: str = typer.Argument(..., help="Scenario path, relative to the scenarios directory or a file."),
-    pool: int = typer.Option(0, "--pool", help="Pool index of a disaggregated deployment."),
-    as_json: bool = Json,
-    scenarios_dir: Path | None = ScenariosDir,
-    catalog: Path | None = CatalogDir,
-    registry: Path | None = RegistryDir,
-) -> None:
-    """What the price rests on: values by method, and the kernel's own assumptions."""
+@takes_deployment
+def evidence_cmd(dep: Deployment, as_json: bool = Json) -> None:
+    """What the price rests on: values by method, and the kernel's own assumptions.
+
+    \b
+    Examples:
+      latencykernel evidence aisimulate/deepseek-v3-h200-fp8-sglang-tp8.yaml
+      latencykernel evidence --model gpt-oss-120b --hardware h200 --json
+    """
     from latencykernel.kernel import KERNEL_ASSUMPTION_SET
 
-    k = open_kernel(scenario, pool, scenarios_dir, catalog, registry)
+    k = dep.kernel()
     measured, total, assumed = k.evidence()
     by_method = Counter(o.method for o in k.provenance())
     own = [(n, v, r) for n, v, r in k.assumptions()]

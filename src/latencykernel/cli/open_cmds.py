@@ -9,13 +9,14 @@ import typer
 from latencykernel.cli import app
 from latencykernel.cli.common import (
     CatalogDir,
+    Deployment,
     Json,
     RegistryDir,
     ScenariosDir,
     console,
-    open_kernel,
     print_json,
     repos_from,
+    takes_deployment,
 )
 
 
@@ -25,25 +26,31 @@ def scenarios_cmd(
     catalog: Path | None = CatalogDir,
     registry: Path | None = RegistryDir,
 ) -> None:
-    """List the scenario files (embedded ones by default)."""
+    """List the scenario files (embedded ones by default).
+
+    \b
+    Example:
+      latencykernel scenarios | grep h200
+    """
     repos = repos_from(scenarios_dir, catalog, registry)
     for name in repos.list_scenarios():
         typer.echo(name)
 
 
 @app.command("show")
-def show_cmd(
-    scenario: str = typer.Argument(..., help="Scenario path, relative to the scenarios directory or a file."),
-    pool: int = typer.Option(0, "--pool", help="Pool index of a disaggregated deployment."),
-    as_json: bool = Json,
-    scenarios_dir: Path | None = ScenariosDir,
-    catalog: Path | None = CatalogDir,
-    registry: Path | None = RegistryDir,
-) -> None:
-    """The deployment as resolved: model, chip, widths, dtypes, layer kinds, parameters."""
+@takes_deployment
+def show_cmd(dep: Deployment, as_json: bool = Json) -> None:
+    """The deployment as resolved: model, chip, widths, dtypes, layer kinds, parameters.
+
+    \b
+    Examples:
+      latencykernel show aisimulate/deepseek-v3-h200-fp8-sglang-tp8.yaml
+      latencykernel show --model path/to/config.json --hardware h100 --tp 2 --json
+    """
     from latencykernel.derive.counts import active_parameter_count, parameter_count
 
-    k = open_kernel(scenario, pool, scenarios_dir, catalog, registry)
+    k = dep.kernel()
+    pool = dep.pool
     inp = k._inputs
     res = k.resolved()
     info = k.info

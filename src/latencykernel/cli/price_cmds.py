@@ -2,40 +2,61 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import typer
 
 from latencykernel.cli import app
-from latencykernel.cli.common import CatalogDir, Json, RegistryDir, ScenariosDir, console, open_kernel, print_json
+from latencykernel.cli.common import (
+    MAX_TOKENS,
+    Context,
+    Deployment,
+    Json,
+    Requests,
+    Unchecked,
+    check_batch,
+    console,
+    print_json,
+    seconds,
+    takes_deployment,
+)
 
 
 @app.command("price")
+@takes_deployment
 def price_cmd(
-    scenario: str = typer.Argument(..., help="Scenario path, relative to the scenarios directory or a file."),
-    requests: int = typer.Option(32, "--requests", min=0, help="Decoding requests in the batch."),
-    context: int = typer.Option(4096, "--context", min=1, help="Tokens of context each decode reads."),
-    prefill: int = typer.Option(0, "--prefill", min=0, help="Add one prefill of this many new tokens."),
+    dep: Deployment,
+    requests: int = Requests(32),
+    context: int = Context(4096),
+    prefill: int = typer.Option(0, "--prefill", min=0, max=MAX_TOKENS, help="Add one prefill of this many new tokens."),
     decode_threshold: int = typer.Option(
-        8, "--decode-threshold", min=0, help="A request scheduling at most this many tokens is a decode."
+        8,
+        "--decode-threshold",
+        min=0,
+        max=MAX_TOKENS,
+        help="A request scheduling at most this many tokens is a decode.",
     ),
-    pool: int = typer.Option(0, "--pool", help="Pool index of a disaggregated deployment."),
+    unchecked: bool = Unchecked,
     as_json: bool = Json,
-    scenarios_dir: Path | None = ScenariosDir,
-    catalog: Path | None = CatalogDir,
-    registry: Path | None = RegistryDir,
 ) -> None:
-    """Price one step: overlap and no-overlap, the bottleneck, and a row per resource."""
+    """Price one step: overlap and no-overlap, the bottleneck, and a row per resource.
+
+    \b
+    Examples:
+      latencykernel price aisimulate/deepseek-v3-h200-fp8-sglang-tp8.yaml --requests 32 --context 4096
+      latencykernel price --model deepseek-v3 --hardware h200 --tp 8 --requests 32 --prefill 2048 --json
+    """
     from latencykernel.batch import RESOURCES, Batch
 
-    k = open_kernel(scenario, pool, scenarios_dir, catalog, registry)
+    k = dep.kernel()
     scheduled = [1] * requests + ([prefill] if prefill else [])
     computed = [context - 1] * requests + ([0] if prefill else [])
-    e = k.step_time(Batch.from_columns(scheduled, computed, decode_threshold))
+    batch = Batch.from_columns(scheduled, computed, decode_threshold)
+    check_batch(k, batch, unchecked)
+    e = k.step_time(batch)
     what = f"{requests} decodes at {context:,} tokens of context" + (
         f" + a {prefill:,}-token prefill" if prefill else ""
     )
     if as_json:
+        parts = {r.value: seconds(v) for r, v in e.per_resource.items()}
         print_json(
             {
                 "scenario": k.name,
@@ -43,10 +64,11 @@ def price_cmd(
                 "context": context,
                 "prefill": prefill,
                 "decode_threshold": decode_threshold,
-                "overlap_s": e.overlap,
-                "no_overlap_s": e.no_overlap,
+                "overlap_s": seconds(e.overlap),
+                "no_overlap_s": seconds(sum(parts.values())),  # the sum of the rows, to the nanosecond
                 "bottleneck": e.bottleneck.value,
-                "per_resource_s": {r.value: v for r, v in e.per_resource.items()},
+                "per_resource_s": parts,
+                "checked": not unchecked,
             }
         )
         return
@@ -66,3 +88,5 @@ def price_cmd(
     t.add_row("[bold]no overlap[/bold]", f"{e.no_overlap * 1e3:.1f}", "100%")
     t.add_row("overlap", f"{e.overlap * 1e3:.1f}", "")
     c.print(t)
+    if unchecked:
+        c.print("[dim]unchecked: the engine's limits (Kernel.check) were not applied[/dim]")

@@ -80,7 +80,8 @@ def floor_of(kernel: Any, context_tokens: int, batch_sizes: tuple[int, ...] = (1
         batch_sizes=batch_sizes,
         prompt_tokens=0,
         prefill_efficiency=1.0,
-        peak_precision="bf16_dense",
+        # the peak the kernel computes this deployment's GEMMs on (fp8 weights: the fp8 peak)
+        peak_precision=f"{kernel.info.get('compute_suffix') or 'bf16'}_dense",
     )
 
 

@@ -14,7 +14,18 @@ from typing import Any
 from latencykernel.scenarios.base import Scenario
 from latencykernel.scenarios.metadata import Formula
 
-__all__ = ["Row", "Report", "Comparison", "report", "side_by_side", "fmt", "fmt_args", "calibrated_for"]
+__all__ = [
+    "Row",
+    "Report",
+    "Comparison",
+    "StepRow",
+    "TpotRow",
+    "report",
+    "side_by_side",
+    "fmt",
+    "fmt_args",
+    "calibrated_for",
+]
 
 
 def fmt(value: Any, digits: int = 6) -> str:
@@ -110,18 +121,42 @@ def report(scenario: Scenario) -> Report:
 
 
 @dataclass(frozen=True)
+class StepRow:
+    """One batch size: the floor's and the calibrated step, in seconds."""
+
+    batch: int
+    floor_step_s: float
+    calibrated_step_s: float
+    over_floor: float | None  # calibrated / floor; None at batch 0
+    bottleneck: str
+
+
+@dataclass(frozen=True)
+class TpotRow:
+    """One TPOT target: the largest batch each side meets it with (0: not even one fits)."""
+
+    tpot_s: float
+    floor_max_batch: int
+    calibrated_max_batch: int
+
+
+@dataclass(frozen=True)
 class Comparison:
-    """The bandwidth floor beside the calibrated kernel, question by question."""
+    """The bandwidth floor beside the calibrated kernel, question by question, as numbers
+    (seconds, batch sizes); a batch that does not fit is 0, never negative."""
 
     deployment: str
     context_tokens: int
-    step: tuple[tuple[int, str, str, str, str], ...]  # batch, floor, calibrated, x floor, bottleneck
-    tpot: tuple[tuple[str, int, int], ...]  # tpot, floor max batch, calibrated max batch
-    memory: tuple[int, int]  # floor, calibrated max_batch_in_memory
+    step: tuple[StepRow, ...]
+    tpot: tuple[TpotRow, ...]
+    memory: tuple[int, int]  # floor, calibrated max_batch_in_memory (0: does not fit)
     floor_sources: tuple[str, ...]
+    floor_peak_precision: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        d = dataclasses.asdict(self)
+        d["memory"] = {"floor_max_batch": self.memory[0], "calibrated_max_batch": self.memory[1]}
+        return d
 
 
 def side_by_side(calibrated: Any) -> Comparison:
@@ -130,18 +165,26 @@ def side_by_side(calibrated: Any) -> Comparison:
     from latencykernel.scenarios.units import Q_
 
     floor = calibrated.floor
+
+    def s(q: Any) -> float:
+        return float(q.to("s").magnitude)
+
     step = tuple(
-        (
-            b,
-            fmt(floor.step_time(b), 4),
-            fmt(calibrated.step_time(b), 4),
-            f"{calibrated.over_floor(b):.2f}" if b else "—",
-            calibrated.bottleneck(b),
+        StepRow(
+            batch=b,
+            floor_step_s=s(floor.step_time(b)),
+            calibrated_step_s=s(calibrated.step_time(b)),
+            over_floor=calibrated.over_floor(b) if b else None,
+            bottleneck=calibrated.bottleneck(b),
         )
         for b in calibrated.batch_sizes
     )
     tpot = tuple(
-        (f"{t:g} ms", floor.max_batch_within(Q_(t, "ms")), calibrated.max_batch_within(Q_(t, "ms")))
+        TpotRow(
+            tpot_s=t * 1e-3,
+            floor_max_batch=max(int(floor.max_batch_within(Q_(t, "ms"))), 0),
+            calibrated_max_batch=max(int(calibrated.max_batch_within(Q_(t, "ms"))), 0),
+        )
         for t in TPOT_SAMPLES
     )
     return Comparison(
@@ -149,8 +192,9 @@ def side_by_side(calibrated: Any) -> Comparison:
         context_tokens=calibrated.context_tokens,
         step=step,
         tpot=tpot,
-        memory=(floor.max_batch_in_memory, calibrated.max_batch_in_memory),
+        memory=(max(int(floor.max_batch_in_memory), 0), max(int(calibrated.max_batch_in_memory), 0)),
         floor_sources=tuple(floor.sources),
+        floor_peak_precision=str(getattr(floor, "peak_precision", "") or ""),
     )
 
 
