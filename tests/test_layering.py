@@ -34,6 +34,7 @@ ALLOWED = {
         "derive",
         "kernel",
     },
+    "search": {"errors", "batch", "step_model", "documents", "inputs", "repos", "kernel", "resolve", "serving"},
     "cli": {
         "errors",
         "batch",
