@@ -34,8 +34,10 @@ ALLOWED = {
         "derive",
         "kernel",
     },
-    "search": {"errors", "batch", "step_model", "documents", "inputs", "repos", "kernel", "resolve", "serving"},
+    # charts draw result objects; matplotlib is imported only here
+    "charts": {"errors", "batch", "step_model", "scenarios"},
     "cli": {
+        "charts",
         "errors",
         "batch",
         "step_model",
@@ -48,7 +50,10 @@ ALLOWED = {
         "derive",
         "kernel",
         "scenarios",
+        "search",
     },
+    # search builds deployments in memory (documents, inputs, kernel) and simulates them (serving)
+    "search": {"errors", "batch", "step_model", "documents", "inputs", "repos", "kernel", "resolve", "serving"},
 }
 IMPORT = re.compile(r"^\s*(?:from|import)\s+latencykernel\.([a-z_]+)", re.M)
 
