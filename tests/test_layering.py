@@ -34,6 +34,7 @@ ALLOWED = {
         "derive",
         "kernel",
     },
+    "serving": {"errors", "batch", "step_model"},
     # charts draw result objects; matplotlib is imported only here
     "charts": {"errors", "batch", "step_model", "scenarios"},
     "cli": {
@@ -50,6 +51,7 @@ ALLOWED = {
         "derive",
         "kernel",
         "scenarios",
+        "serving",
         "search",
     },
     # search builds deployments in memory (documents, inputs, kernel) and simulates them (serving)
