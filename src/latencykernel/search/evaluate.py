@@ -10,6 +10,7 @@ Everything a worker returns is plain data, so results equal whichever process ma
 
 from __future__ import annotations
 
+import functools
 import importlib
 import math
 from collections.abc import Callable, Sequence
@@ -165,22 +166,38 @@ FIGURE_KEYS: tuple[str, ...] = tuple(f"{m}_{s}_s" for m in ("ttft", "tpot", "itl
 Simulator = Callable[[Sequence[Kernel], Deployment, LoadPoint, int], Any]
 
 
-def serving_simulate(kernels: Sequence[Kernel], dep: Deployment, load: LoadPoint, seed: int) -> Any:
-    """The default simulator: ``latencykernel.serving.simulate`` on the colocated kernel at a
-    ``ClosedLoop`` or ``Poisson`` load."""
-    from latencykernel import serving  # type: ignore[attr-defined]
+POISSON_PROMPTS = 1000  # an open-loop point's requests when the workload gives no num_prompts (serving.estimate's)
 
+
+def _transfer(decode: Kernel) -> Callable[[int], float]:
+    """Seconds to move one request's KV from the prefill pool to the decode pool: the
+    kernel's ``pd_transfer_time`` between two nodes of one rack (``kernels_for`` gives each
+    pool its own nodes): NVLink where the rack is one NVLink domain (NVL72), else the fabric."""
+    from latencykernel.kernel import Placement
+
+    return functools.partial(_pd_time, decode, Placement(node=0, rack=0), Placement(node=1, rack=0))
+
+
+def _pd_time(k: Kernel, src: Any, dst: Any, tokens: int) -> float:
+    return k.pd_transfer_time(tokens, src, dst)
+
+
+def serving_simulate(kernels: Sequence[Kernel], dep: Deployment, load: LoadPoint, seed: int) -> Any:
+    """The default simulator: ``latencykernel.serving.simulate`` at a ``ClosedLoop`` or
+    ``Poisson`` load, on the colocated kernel, or on ``serving.Disaggregated(prefill, decode,
+    x, y)`` with the kernel's KV transfer time for a disaggregated deployment."""
+    from latencykernel import serving
+
+    wl: Any
     if load.concurrency is not None:
         wl = serving.ClosedLoop(load.concurrency, load.isl, load.osl, num_prompts=load.num_prompts)
     else:
-        wl = serving.Poisson(load.request_rate, load.isl, load.osl, load.num_prompts)
-    if dep.prefill is not None:
-        raise RefusedError(
-            "disaggregated deployments need latencykernel.serving's prefill/decode simulation",
-            setting="disaggregation",
-            value=dep.label(),
-        )
-    return serving.simulate(kernels[0], wl, seed=seed)
+        n = POISSON_PROMPTS if load.num_prompts is None else load.num_prompts
+        wl = serving.Poisson(float(load.request_rate or 0.0), load.isl, load.osl, n)
+    if dep.prefill is None:
+        return serving.simulate(kernels[0], wl, seed=seed)
+    pd = serving.Disaggregated(kernels[0], kernels[1], dep.prefill_workers, dep.decode_workers, _transfer(kernels[1]))
+    return serving.simulate(pd, wl, seed=seed)
 
 
 def resolve_simulator(sim: str | Simulator | None) -> Simulator:

@@ -43,14 +43,15 @@ class PoolSpace(_Strict):
 
 class Disaggregation(_Strict):
     """Prefill/decode disaggregation: ``prefill_workers`` (x) engines laid out as ``prefill``
-    and ``decode_workers`` (y) engines laid out as ``decode`` (xPyD). ``match_rates``
-    keeps only the x:y pairs whose pools' request rates match (see ``evaluate``)."""
+    and ``decode_workers`` (y) engines laid out as ``decode`` (xPyD). Every x:y pair is
+    simulated in full, so the pools' rates are matched by the simulation itself: a prefill
+    pool too small for its decode pool shows as queueing in TTFT, one too large as fewer
+    tokens/s per GPU, and the front and ``best`` keep the pairs that balance."""
 
     prefill: PoolSpace
     decode: PoolSpace
     prefill_workers: Annotated[list[PosInt], Field(min_length=1)] = [1]
     decode_workers: Annotated[list[PosInt], Field(min_length=1)] = [1]
-    match_rates: bool = True
 
 
 class Space(_Strict):
@@ -126,7 +127,6 @@ class Deployment:
     prefill: Layout | None = None
     prefill_workers: int = 0
     decode_workers: int = 1
-    match_rates: bool = True
 
     @property
     def disaggregated(self) -> bool:
@@ -246,5 +246,5 @@ def deployments(space: Space) -> list[Deployment]:
                 continue
             for x, y in itertools.product(pd.prefill_workers, pd.decode_workers):
                 for q, kv, cg, mns, mbt in engines:
-                    out.append(Deployment(len(out), hw, d, q, kv, cg, mns, mbt, space.fabric, p, x, y, pd.match_rates))
+                    out.append(Deployment(len(out), hw, d, q, kv, cg, mns, mbt, space.fabric, p, x, y))
     return out
