@@ -53,7 +53,10 @@ ALLOWED = {
         "kernel",
         "scenarios",
         "serving",
+        "search",
     },
+    # search builds deployments in memory (documents, inputs, kernel) and simulates them (serving)
+    "search": {"errors", "batch", "step_model", "documents", "inputs", "repos", "kernel", "resolve", "serving"},
 }
 IMPORT = re.compile(r"^\s*(?:from|import)\s+latencykernel\.([a-z_]+)", re.M)
 

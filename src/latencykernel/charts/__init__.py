@@ -28,6 +28,7 @@ _EXPORTS: dict[str, str] = {
     "ServingSweep": "latencykernel.charts.serving",
     "serving_sweep": "latencykernel.charts.serving",
     "serving_figure": "latencykernel.charts.serving",
+    "search_figure": "latencykernel.charts.search",
 }
 
 __all__ = sorted(_EXPORTS)

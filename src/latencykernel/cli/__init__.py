@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("compare_cmds", "Two deployments side by side: step per resource, memory, capacity."),
     "serve": ("serve_cmds", "Simulate serving: TTFT and TPOT at a concurrency or request rate."),
     "search": ("search_cmds", "Find the deployment that meets a latency target at the lowest cost."),
+    "validate": ("validate_cmds", "Score the price against measured serving runs: per point, per sweep, by group."),
     "explain": ("explain_cmds", "Print a scenario's equations, assumptions and exclusions with its values."),
     "graph": ("graph_cmds", "Model graphs: derive one from a Hugging Face config.json, count its parameters."),
 }

@@ -1,0 +1,170 @@
+"""Where a search's chunks run: in this process, on every local core, or on Ray.
+
+Every executor maps the same chunks through ``evaluate.evaluate_chunk`` and returns the
+outcomes ordered by deployment index, so the result does not depend on the executor, the
+worker count or the order chunks finish in.
+
+- ``serial``: in this process (small spaces, debugging).
+- ``local``: a ``ProcessPoolExecutor`` with one process per core (``spawn``: nothing of this
+  process leaks in); the documents reach each worker once, through the pool's initializer.
+- ``ray``: the documents are put into Ray's object store once; each task receives a
+  reference and a worker process fetches the documents the first time it meets that
+  reference, then keeps them for every later chunk.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from latencykernel.errors import LatencyKernelError
+from latencykernel.search.evaluate import Documents, Job, Outcome
+from latencykernel.search.space import Deployment
+
+__all__ = ["EXECUTORS", "chunks_of", "map_chunks"]
+
+EXECUTORS = ("serial", "local", "ray")
+Progress = Callable[[int, int], None]
+
+# one worker process's shipped state
+_STATE: dict[str, Any] = {}
+
+
+def chunks_of(items: Sequence[Deployment], workers: int, per_worker: int = 4, cap: int = 64) -> list[list[Deployment]]:
+    """Consecutive chunks, about ``per_worker`` per worker, at most ``cap`` deployments each."""
+    n = len(items)
+    if n == 0:
+        return []
+    size = max(1, min(cap, -(-n // (max(workers, 1) * per_worker))))
+    return [list(items[i : i + size]) for i in range(0, n, size)]
+
+
+# ----------------------------------------------------------------------------- local
+
+
+def _init_worker(docs: Documents, job: Job) -> None:
+    _STATE.update(docs=docs, job=job)
+
+
+def _local_chunk(chunk: list[Deployment]) -> list[Outcome]:
+    job: Job = _STATE["job"]
+    return [job(_STATE["docs"], d) for d in chunk]
+
+
+def _run_local(
+    docs: Documents,
+    chunks: list[list[Deployment]],
+    job: Job,
+    workers: int,
+    progress: Progress | None,
+) -> list[Outcome]:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    total = sum(len(c) for c in chunks)
+    done = 0
+    out: list[Outcome] = []
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(
+        max_workers=min(workers, len(chunks)),
+        mp_context=ctx,
+        initializer=_init_worker,
+        initargs=(docs, job),
+    ) as pool:
+        futures = {pool.submit(_local_chunk, c): len(c) for c in chunks}
+        for f in as_completed(futures):
+            out.extend(f.result())
+            done += futures[f]
+            if progress is not None:
+                progress(done, total)
+    return out
+
+
+# ----------------------------------------------------------------------------- ray
+
+
+def _ray_chunk(ref_box: list[Any], chunk: list[Deployment], job: Job) -> list[Outcome]:
+    """One Ray task. ``ref_box`` holds the documents' object reference inside a list, so Ray
+    does not fetch them for every task: the worker fetches them once and keeps them."""
+    import ray
+
+    ref = ref_box[0]
+    key = ref.hex()
+    if _STATE.get("ray_key") != key:
+        _STATE.update(ray_key=key, ray_docs=ray.get(ref))
+    docs = _STATE["ray_docs"]
+    return [job(docs, d) for d in chunk]
+
+
+def _run_ray(
+    docs: Documents,
+    deps: Sequence[Deployment],
+    job: Job,
+    workers: int | None,
+    address: str | None,
+    progress: Progress | None,
+) -> list[Outcome]:
+    try:
+        import ray
+    except ImportError:
+        raise LatencyKernelError(
+            "executor 'ray' needs Ray: pip install 'latencykernel[ray]' (or run with executor='local')"
+        ) from None
+    started = False
+    if not ray.is_initialized():
+        # address None starts a local instance; "auto", "host:port" or "ray://host:10001" joins one
+        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        started = True
+    try:
+        n = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        ref = ray.put(docs)
+        task = ray.remote(num_cpus=1)(_ray_chunk)
+        pending = {task.remote([ref], c, job): len(c) for c in chunks_of(deps, n)}
+        total = len(deps)
+        done = 0
+        out: list[Outcome] = []
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for r in ready:
+                out.extend(ray.get(r))
+                done += pending.pop(r)
+            if progress is not None:
+                progress(done, total)
+        return out
+    finally:
+        if started:
+            ray.shutdown()
+
+
+# ----------------------------------------------------------------------------- entry
+
+
+def map_chunks(
+    executor: str,
+    docs: Documents,
+    deps: Sequence[Deployment],
+    job: Job,
+    *,
+    workers: int | None = None,
+    ray_address: str | None = None,
+    progress: Progress | None = None,
+) -> list[Outcome]:
+    """``job(docs, dep)`` for every deployment on ``executor``; outcomes ordered by deployment index."""
+    if executor not in EXECUTORS:
+        raise LatencyKernelError(f"executor: {executor!r} is not one of {', '.join(EXECUTORS)}")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise LatencyKernelError(f"workers: expected a whole number of at least 1, got {workers!r}")
+    if executor == "serial":
+        out: list[Outcome] = []
+        for d in deps:
+            out.append(job(docs, d))
+            if progress is not None:
+                progress(len(out), len(deps))
+    elif executor == "local":
+        n = workers or os.cpu_count() or 1
+        out = _run_local(docs, chunks_of(deps, n), job, n, progress) if deps else []
+    else:
+        out = _run_ray(docs, deps, job, workers, ray_address, progress) if deps else []
+    out.sort(key=lambda o: o[1])
+    return out
