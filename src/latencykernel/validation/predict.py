@@ -10,7 +10,11 @@ the one ``validate`` uses, so switching is one line:
   rate, Little's law) with every in-flight request resident, no preemption and no KV
   limit, and prices (per data-parallel rank, requests spread evenly):
 
-      b      = ceil(concurrency / data_parallel)      requests in flight on one rank
+      n      = ceil(concurrency / data_parallel)      clients of one rank
+      b      = min(n, max_num_seqs, kv_blocks // ceil((isl + osl/2) / block_size))
+               requests resident on one rank: vLLM admits no more than max_num_seqs,
+               nor more than the KV cache holds at their mean length (kv_blocks as vLLM
+               allocates it, ``limits().kv_blocks``); the rest wait
       ctx    = isl + osl / 2                          a mid-decode context
       D      = step(b decodes at ctx) + host per output token
       M      = step(b − 1 decodes + the prompt's chunks) − step(b − 1 decodes)
@@ -24,6 +28,8 @@ the one ``validate`` uses, so switching is one line:
                the wait for the running step, the prompt's own steps, and the queue of
                the first wave, when all b clients start at once (num_prompts =
                10 × concurrency, as InferenceX and vLLM's accuracy campaigns run them)
+               + S · (n / b − 1) when n > b: a closed loop of n clients over b slots
+               (Little's law), S = TTFT + osl · TPOT the service time of one request
 """
 
 from __future__ import annotations
@@ -101,12 +107,25 @@ def closed_form_parts(model: Any, isl: float, osl: float, per_rank: int) -> tupl
     return d, marginal, prompt_steps, float(model.admission_overhead(n_isl))
 
 
+def resident_cap(limits: Any, isl: float, osl: float) -> int:
+    """Requests one rank holds at once: max_num_seqs, and the KV blocks at mean length."""
+    cap = max(int(limits.max_num_seqs), 1)
+    bs = max(int(limits.block_size), 1)
+    per_req = max(math.ceil((isl + osl / 2) / bs), 1)
+    if int(limits.kv_blocks) > 0:
+        cap = min(cap, max(int(limits.kv_blocks) // per_req, 1))
+    return cap
+
+
 def closed_form_prediction(model: Any, point: Point) -> Prediction:
     """The closed form of the module docstring."""
     lim = model.limits()
     dp = max(int(lim.data_parallel), 1)
+    cap = resident_cap(lim, point.isl, point.osl)
+    n = b = 1
     if point.concurrency is not None:
-        b = math.ceil(point.concurrency / dp)
+        n = math.ceil(point.concurrency / dp)
+        b = min(n, cap)
     else:
         # Little's law on one rank: in flight = rate / dp x (TTFT + osl x TPOT), iterated.
         rate = float(point.request_rate or 0.0) / dp
@@ -119,13 +138,16 @@ def closed_form_prediction(model: Any, point: Point) -> Prediction:
                 raise LatencyKernelError(
                     f"request_rate {point.request_rate} overloads the deployment (over 4096 requests in flight)"
                 )
+            nb = min(nb, cap)
             if nb == b:
                 break
             b = nb
     d, m, steps, adm = closed_form_parts(model, point.isl, point.osl, b)
     tpot = d + (b - 1) * m / point.osl
-    wave = (b - 1) / 2 * m * b / (PROMPTS_PER_CLIENT * b) if point.concurrency is not None else 0.0
+    wave = (b - 1) / 2 * m / PROMPTS_PER_CLIENT if point.concurrency is not None else 0.0
     ttft = adm + d / 2 + steps + wave
+    if n > b:
+        ttft += (ttft + point.osl * tpot) * (n / b - 1)
     return Prediction(ttft=Stat(mean=ttft), tpot=Stat(mean=tpot), itl=Stat(mean=tpot), method=CLOSED_FORM)
 
 
