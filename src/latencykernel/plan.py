@@ -60,6 +60,24 @@ class PlannedAttention:
         holds its own small cache."""
         return self.role == ""
 
+    @property
+    def read_top_k(self) -> int:
+        """Tokens a decode's sparse selection reads (``price.attention.decode_read_tokens``'s
+        top_k): a sparse-MLA layer's indexer top-k, else its window; 0 for dense attention."""
+        if self.kind != "sparse_mla":
+            return 0
+        return self.index_topk if self.index_topk > 0 else self.window
+
+    @property
+    def read_window(self) -> int:
+        """The window bounding a decode's read (``decode_read_tokens``'s window), or 0.
+
+        A sliding-window layer reads at most its window (vLLM's FlashAttention with
+        window_size; the registry's swa pair was fitted on min(context, window)). The Go
+        kernel reads the whole context here; we price the engine. See docs/divergences.md.
+        """
+        return self.window if self.kind == "swa" and self.window > 0 else 0
+
 
 @dataclass(frozen=True)
 class PlannedCollective:

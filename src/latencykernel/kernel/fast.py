@@ -31,21 +31,40 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import compress, repeat
 from operator import add, floordiv, ge, mod, neg
-from typing import Any
+from typing import Any, NamedTuple
 
 from latencykernel.batch import RESOURCES, StepEstimate
-from latencykernel.kernel.constants import StepConstants
-from latencykernel.kernel.step import _decode_kv_tokens, host_dispatch_s
-from latencykernel.plan import LATENT_KINDS
-from latencykernel.price.attention import causal_flops_per_qk_dim, windowed_causal_flops_per_qk_dim
+from latencykernel.kernel.constants import CollectiveCost, StepConstants
+from latencykernel.kernel.step import host_dispatch_s
+from latencykernel.plan import LATENT_KINDS, PlannedAttention
+from latencykernel.price.attention import (
+    causal_flops_per_qk_dim,
+    decode_attention_s,
+    layer_kv_bytes_per_token,
+    secondary_kv_bytes_per_token,
+    secondary_read_tokens,
+    windowed_causal_flops_per_qk_dim,
+)
+from latencykernel.price.context import dcp_decode_payload_bytes_per_row, dcp_rank_tokens, decode_rank_read_tokens
+from latencykernel.price.experts import expert_miss_probability, routed_expert_flops
 from latencykernel.price.host import graph_dispatch_s
-from latencykernel.resolve.context import dcp_rank_tokens, dcp_shards_kv
+from latencykernel.price.ramp import saturation, sm_budget_derate
+from latencykernel.resolve.context import dcp_shards_kv
 from latencykernel.resolve.layout import Group, Op
 
-__all__ = ["FastPlan", "build_fast_plan"]
+__all__ = [
+    "FastPlan",
+    "build_fast_plan",
+    "KindCoefficients",
+    "AttentionCoefficients",
+    "SecondaryCoefficients",
+    "ExpertCoefficients",
+    "CollectiveCoefficients",
+    "DcpCoefficients",
+    "ReadLaw",
+]
 
 _NS = 1e-9
-_ACT = 2  # bf16 activations, as step.py
 _tuple_new = tuple.__new__
 _SM, _HBM, _NVLINK, _NIC, _HOST = RESOURCES
 
@@ -53,63 +72,166 @@ _SM, _HBM, _NVLINK, _NIC, _HOST = RESOURCES
 T_WINDOW, T_DCP, T_TOPK, T_GENERIC = 1, 2, 3, 4
 
 
+class ReadLaw(NamedTuple):
+    """How one primary attention bounds each decode's read: ``law`` (T_WINDOW, T_DCP, T_TOPK
+    or T_GENERIC) picks a C-speed form of ``price.context.decode_rank_read_tokens`` with
+    these arguments."""
+
+    law: int
+    top_k: int
+    window: int
+    compress_ratio: int
+    dcp: int
+    interleave: int
+
+
+class CollectiveCoefficients(NamedTuple):
+    """One collective charge, ``price.collective.collective_time_s`` folded:
+    t = max(floor + b·inv_transition, b·inv_peak), b = units × bytes_per_unit (× span when
+    it crosses nodes, then charged to the NIC)."""
+
+    floor_s: float
+    inv_peak_s_per_byte: float
+    inv_transition_s_per_byte: float
+    bytes_per_unit: float
+    to_nic: bool
+
+
+class ExpertCoefficients(NamedTuple):
+    """Routed weight read seconds = hbm_s · (1 − q^routed_tokens):
+    q = ``price.experts.expert_miss_probability``, hbm_s = one expert's weight bytes per
+    rank × local experts / HBM bandwidth (``experts_touched`` folded)."""
+
+    q: float
+    hbm_s: float
+
+
+class SecondaryCoefficients(NamedTuple):
+    """A secondary (indexer) attention's decode read: ``price.attention.decode_attention_s``
+    with s_per_read_token = decode_attention_s(1, secondary_kv_bytes_per_token, 0, rate) and
+    the read from ``secondary_read_tokens`` (then the DCP shard when dcp > 1)."""
+
+    floor_s: float
+    s_per_read_token: float
+    window: int
+    compress_ratio: int
+    dcp: int
+    interleave: int
+
+
+class AttentionCoefficients(NamedTuple):
+    """A layer kind's primary attention.
+
+    floor_s, s_per_read_token   ``decode_attention_s`` folded (s_per_read_token =
+                                decode_attention_s(1, layer_kv_bytes_per_token, 0, rate))
+    hbm_s_per_read_token        without a decode rate: layer KV bytes / HBM bandwidth, else None
+    read_law                    index into ``FastPlan.specs`` (a ``ReadLaw``), or −1 for the raw
+                                context sum
+    qk_dims, qk_dims_per_scale  n_q·d_h/tp and the same over the prefill-attention scale
+                                (``prefill_attention_s`` folded; 0 without a scale)
+    window                      sliding window of the prefill FLOPs, or 0
+    launch                      FlashAttention's one varlen launch for a mixed batch: 0 none,
+                                1 drop the decode floor, 2 drop the prefill floor
+    prefill_floor_s             prefill-attention launch floor
+    secondaries                 ``SecondaryCoefficients`` of the layer's indexers
+    """
+
+    floor_s: float
+    s_per_read_token: float
+    hbm_s_per_read_token: float | None
+    read_law: int
+    qk_dims: float
+    qk_dims_per_scale: float
+    window: int
+    launch: int
+    prefill_floor_s: float
+    secondaries: tuple[SecondaryCoefficients, ...]
+
+
+class DcpCoefficients(NamedTuple):
+    """The DCP decode collectives of a layer, per query row (``dcp_decode_payload_bytes_per_row``)."""
+
+    latent: bool
+    charges: tuple[CollectiveCoefficients, ...]
+
+
+class KindCoefficients(NamedTuple):
+    """Everything a step needs of one layer kind, batch-independent.
+
+    n_layers     layers of this kind
+    dense_g      dense and shared-expert FLOPs per token per rank (shape-aware: each GEMM's
+                 over its ``price.ramp.saturation`` factors of N and K); G·Y·derate is
+                 seconds, Y = (T + m_half)/(peak·eps) (= T/(peak·``efficiency``(T)))
+    routed_g     the same for routed experts (top-k, local share, imbalance, DP funnel folded in)
+    weight_s     weight-read seconds
+    elementwise_s_per_token
+    rec_floor_s, rec_s_per_token   recurrent update: floor + T / tokens_per_s
+    expert       ``ExpertCoefficients`` or None
+    attn         ``AttentionCoefficients`` or None
+    nv_idx, nic_idx   indices into ``FastPlan.colls`` (the distinct graph collectives)
+    dcp          ``DcpCoefficients`` or None
+    """
+
+    n_layers: int
+    dense_g: float
+    routed_g: float
+    weight_s: float
+    elementwise_s_per_token: float
+    rec_floor_s: float
+    rec_s_per_token: float
+    expert: ExpertCoefficients | None
+    attn: AttentionCoefficients | None
+    nv_idx: tuple[int, ...]
+    nic_idx: tuple[int, ...]
+    dcp: DcpCoefficients | None
+
+
 class _Uncovered(Exception):
     """Raised while building: this deployment is left to the reference."""
 
 
-def _coll(cost: Any, per_unit: float) -> tuple[float, float, float, float, bool]:
-    """(floor, 1/peak, 1/transition or 0, bytes per unit × span, to NIC) for one charge."""
+def _coll(cost: CollectiveCost | None, per_unit: float) -> CollectiveCoefficients:
+    """One charge of ``price.collective.collective_time_s``, folded."""
     if cost is None or cost.peak_bytes_per_s <= 0 or cost.floor_s < 0:
         raise _Uncovered("a collective without a price")
     itr = 1.0 / cost.transition_bytes_per_s if cost.transition_bytes_per_s > 0 else 0.0
     mult = per_unit * cost.span if cost.crosses_nodes else per_unit
-    return (cost.floor_s, 1.0 / cost.peak_bytes_per_s, itr, mult, bool(cost.crosses_nodes))
+    return CollectiveCoefficients(cost.floor_s, 1.0 / cost.peak_bytes_per_s, itr, mult, bool(cost.crosses_nodes))
 
 
-def _dcp_charges(c: StepConstants, a: Any) -> tuple[tuple[float, float, float, float, bool], ...]:
-    """The DCP decode collectives of one layer as charges per row (mirrors
-    ``step._dcp_decode_collectives``)."""
-    latent = a.kind in LATENT_KINDS
-    h, qw = a.q_heads, a.head_dim
-    ow = a.kv_lora_rank if latent and a.kv_lora_rank > 0 else a.head_dim
+def _dcp_charges(c: StepConstants, a: PlannedAttention) -> tuple[CollectiveCoefficients, ...]:
+    """The DCP decode collectives of one layer as charges per row (the same rule as
+    ``step._dcp_decode_collectives``, payloads from ``dcp_decode_payload_bytes_per_row``)."""
+    query, tp_query, a2a, lse, reduce = dcp_decode_payload_bytes_per_row(
+        a.q_heads, a.head_dim, a.kv_lora_rank, a.kind in LATENT_KINDS, c.tp, c.dcp, c.pcp
+    )
     get = c.collectives.get
     out = []
     if c.pcp <= 1:
-        ah = h / c.tp * c.dcp
-        out.append(_coll(get((Op.ALL_GATHER, Group.DCP)), ah * qw * _ACT))
-    else:
-        ah = h / c.tp
-        if c.dcp > c.pcp:
-            ah = h
-            out.append(_coll(get((Op.ALL_GATHER, Group.TP)), h * qw * _ACT))
+        out.append(_coll(get((Op.ALL_GATHER, Group.DCP)), query))
+    elif c.dcp > c.pcp:
+        out.append(_coll(get((Op.ALL_GATHER, Group.TP)), tp_query))
     if c.dcp_combine == "a2a":
-        out.append(_coll(get((Op.ALL2ALL, Group.DCP)), ah * (ow + 2) * _ACT))
+        out.append(_coll(get((Op.ALL2ALL, Group.DCP)), a2a))
         return tuple(out)
-    out.append(_coll(get((Op.ALL_GATHER, Group.DCP)), c.dcp * ah * 4))
+    out.append(_coll(get((Op.ALL_GATHER, Group.DCP)), lse))
     op = Op.ALL_REDUCE if c.pcp > 1 else Op.REDUCE_SCATTER
-    out.append(_coll(get((op, Group.DCP)), ah * ow * _ACT))
+    out.append(_coll(get((op, Group.DCP)), reduce))
     return tuple(out)
 
 
 class FastPlan:
-    """Batch-independent numbers for the fused step price (immutable after ``build_fast_plan``).
+    """Batch-independent numbers for the fused step price: one typed, immutable coefficient
+    table per layer kind (``KindCoefficients``), built by ``build_fast_plan`` from the laws
+    and frozen once built.
 
-    ``kinds`` holds one tuple per layer kind:
-    (count, G, R, Wh, Eh, rec_floor, rec_per_token, expert, attn, nv_idx, nic_idx, dcp)
-      G        dense and shared-expert FLOPs per token per rank (shape-aware: each GEMM's
-               divided by its N and K factors); G·Y·derate is seconds, Y = (T + m_half)/(peak·eps)
-      R        the same for routed experts (top-k, local share, imbalance, DP funnel folded in)
-      Wh, Eh   weight-read seconds; elementwise seconds per token
-      rec_*    recurrent update: floor seconds, seconds per token
-      expert   (q, Z): routed weight read Z·(1 − q^routed_tokens), or None
-      attn     (floor, KV bytes/rate per token, KV bytes/HBM per token when there is no
-               decode rate else None, decode-read law index into ``specs`` or −1, q_heads·d_h/tp,
-               the same over the prefill work scale, window, one-launch correction (0 none,
-               1 drop the decode floor, 2 drop the prefill floor), prefill floor, secondary
-               attentions), or None
-      nv_idx, nic_idx   indices into ``colls``, the distinct graph collectives (floor, 1/peak,
-               1/transition, bytes per token, to NIC)
-      dcp      (latent, charges per row) of the DCP decode collectives, or None
+    kinds    one ``KindCoefficients`` per layer kind, in plan order
+    colls    the distinct graph collectives (``CollectiveCoefficients``), charged per token
+    specs    the distinct decode-read laws (``ReadLaw``) the kinds' attentions index
+    windows  the distinct sliding windows of the prefill FLOPs
+    head_g, head_h   the head's FLOPs per token per rank (in units of Y) and weight seconds
+    host, empty_host host seconds by graph mode (uniform decode, other, eager; launch term
+             included) and for an empty batch (no requests; requests but no tokens)
     """
 
     __slots__ = (
@@ -131,12 +253,12 @@ class FastPlan:
         "dcp_prefill_fallback",
         "windows",
         "hot",
-        "c",
+        "_frozen",
     )
 
-    kinds: tuple[tuple[Any, ...], ...]
-    colls: tuple[tuple[float, float, float, float, bool], ...]
-    specs: tuple[tuple[Any, ...], ...]
+    kinds: tuple[KindCoefficients, ...]
+    colls: tuple[CollectiveCoefficients, ...]
+    specs: tuple[ReadLaw, ...]
     head_g: float
     head_h: float
     inv_pe: float
@@ -151,13 +273,15 @@ class FastPlan:
     pcp_prefill_fallback: bool
     dcp_prefill_fallback: bool
     windows: tuple[int, ...]
-    hot: tuple[Any, ...]
-    c: StepConstants
+    hot: tuple[Any, ...]  # the fields ``price`` reads, in one unpack
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        if hasattr(self, "c"):  # frozen once built (c is assigned last)
+    def __setattr__(self, name: str, value: object) -> None:
+        if hasattr(self, "_frozen"):  # frozen once built (_frozen is assigned last)
             raise AttributeError("FastPlan is immutable")
         object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("FastPlan is immutable")
 
     # ------------------------------------------------------------------ pricing
     def price(self, S: Sequence[int], C: Sequence[int], th: int, sm_budget: int) -> tuple[float, ...] | None:
@@ -195,13 +319,21 @@ class FastPlan:
                 pre = [(s, C[i]) for i, s in enumerate(S) if s > th]
         sumc = sum(C)
         causal = 0.0
+        wins: dict[int, float] = {}
         if pre:
-            # Mixed: the prefills picked out; the decode aggregates by subtraction.
+            # Mixed: the prefills picked out; the decode aggregates by subtraction. Each
+            # prefill's attention FLOPs over peak·efficiency of its own query tokens
+            # (price.attention.prefill_attention_s; 1/(peak·efficiency(s)) = (s + m_half)·inv_pe/s).
             tp_ = cp_ = 0
             for s, cc in pre:
-                causal += causal_flops_per_qk_dim(s, cc)
+                causal += causal_flops_per_qk_dim(s, cc) * ((s + m_half) * inv_pe / s)
                 tp_ += s
                 cp_ += cc
+            for wdw in windows:
+                wsum = 0.0
+                for s, cc in pre:
+                    wsum += windowed_causal_flops_per_qk_dim([(s, cc)], wdw) * ((s + m_half) * inv_pe / s)
+                wins[wdw] = wsum
             dec_tokens = T - tp_
             dec_kv = T + sumc - tp_ - cp_
         else:
@@ -221,20 +353,14 @@ class FastPlan:
         toks: list[float] = []
         if specs and n_dec:
             ctxs = list(map(add, S, C)) if not pre else list(compress(map(add, S, C), map(ge, repeat(th), S)))
-            toks = [_transform(spec, ctxs, self.c) for spec in specs]
-        wins: dict[int, float] = {}
-        if pre:
-            for wdw in windows:
-                wins[wdw] = windowed_causal_flops_per_qk_dim(pre, wdw)
+            toks = [_transform(spec, ctxs) for spec in specs]
 
-        budget = sm_budget if sm_budget > 0 and smc > 0 else smc
-        d = smc / budget if 0 < budget < smc else 1.0
-        Y = (T + m_half) * inv_pe
+        d = sm_budget_derate(smc, sm_budget)
+        Y = (T + m_half) * inv_pe  # T/(peak·efficiency(T)): price.ramp.efficiency folded
         Yd = Y * d
-        Xd = Yd / T  # 1/(peak·ramp) × derate
 
         ts = []
-        for floor, ipk, itr, mult, _nic in self.colls:
+        for floor, ipk, itr, mult, _nic in self.colls:  # price.collective.collective_time_s
             b = T * mult
             x = floor + b * itr
             y = b * ipk
@@ -249,32 +375,28 @@ class FastPlan:
             if expert is not None:
                 q, Z = expert
                 rsm = R * Yd
-                rhbm = Z * (1.0 - q**nroute)
+                rhbm = Z * (1.0 - q**nroute)  # price.experts.experts_touched
             else:
                 rsm = rhbm = 0.0
             if attn is not None:
                 floor, coef, fb, spec, qhd, qhd_ps, window, launch, pf, secs = attn
                 if n_dec:
                     tok = toks[spec] if spec >= 0 else dec_kv
-                    if fb is None:
+                    if fb is None:  # price.attention.decode_attention_s
                         hbm += floor + tok * coef
                     else:  # no decode rate: the raw KV bytes are read at HBM speed, no floor
                         hbm += tok * fb
                     for f2, c2, w2, r2, dcp2, interleave in secs:
-                        t2: float = dec_kv
-                        if w2 > 0:
-                            t2 = min(t2, w2 * n_dec)
-                        if r2 > 1:
-                            t2 /= r2
+                        t2 = secondary_read_tokens(dec_kv, n_dec, w2, r2)
                         if dcp2 > 1:
                             t2 = dcp_rank_tokens(int(t2 + 0.5), dcp2, interleave)
                         hbm += f2 + t2 * c2
                 if pre:
                     lc = wins[window] if window > 0 else causal
-                    if qhd_ps > 0:
-                        sm += pf + lc * qhd_ps * Xd
+                    if qhd_ps > 0:  # price.attention.prefill_attention_s, efficiencies folded into lc
+                        sm += pf + lc * qhd_ps * d
                     else:
-                        sm += lc * qhd * Xd
+                        sm += lc * qhd * d
                     if launch and n_dec:
                         if launch == 1:
                             hbm -= floor
@@ -303,7 +425,7 @@ class FastPlan:
                             nic += x if x > y else y
                         else:
                             nv += x if x > y else y
-            top = sm
+            top = sm  # price.overlap.layer_stage_s, with the dense parts held apart
             if hbm > top:
                 top = hbm
             if nv > top:
@@ -374,37 +496,39 @@ def _zero_requests(S: Sequence[int], C: Sequence[int]) -> int:
     return sum(1 for s, cc in zip(S, C) if s == 0 and cc == 0)
 
 
-def _transform(spec: tuple, ctxs: list[int], c: StepConstants) -> float:
-    """Σ over decode contexts of one primary-attention read bound (``_decode_kv_tokens``),
-    at C speed for the single-law cases."""
-    law, kind, index_topk, window, ratio, topk = spec
+def _transform(spec: ReadLaw, ctxs: list[int]) -> float:
+    """``price.context.decode_rank_read_tokens`` over the decode contexts, at C speed for
+    the single-bound cases (each the law with one bound: min(ctx, window), min(ctx, top_k),
+    ``dcp_rank_tokens``)."""
+    law, topk, window, ratio, dcp, interleave = spec
     if law == T_WINDOW:
         return sum(map(min, ctxs, repeat(window)))
     if law == T_TOPK:
         return sum(map(min, ctxs, repeat(topk)))
     if law == T_DCP:
-        dcp, i = c.dcp, max(c.dcp_interleave, 1)
+        i = max(interleave, 1)
         if i == 1:  # ceil(L / D)
             return -sum(map(floordiv, map(neg, ctxs), repeat(dcp)))
         cyc = i * dcp
         return sum(map(floordiv, ctxs, repeat(cyc))) * i + sum(map(min, map(mod, ctxs, repeat(cyc)), repeat(i)))
-    return _decode_kv_tokens(c, kind, index_topk, window, ratio, ctxs)
+    return decode_rank_read_tokens(ctxs, topk, window, ratio, dcp, interleave)
 
 
-def _spec(c: StepConstants, a: Any) -> tuple | None:
-    """The decode-read law of a primary attention (None: the raw context sum)."""
-    topk = (a.index_topk if a.index_topk > 0 else a.window) if a.kind == "sparse_mla" else 0
-    dcp_on = c.dcp > 1 and dcp_shards_kv(a.kind)
-    windowed = a.kind == "swa" and a.window > 0
-    if topk <= 0 and not dcp_on and not windowed:
+def _spec(c: StepConstants, a: PlannedAttention) -> ReadLaw | None:
+    """The decode-read law of a primary attention (None: the raw context sum), with the same
+    bounds as ``step.decode_kv_tokens``."""
+    topk = a.read_top_k
+    dcp = c.dcp if c.dcp > 1 and dcp_shards_kv(a.kind) else 1
+    window = a.read_window
+    if topk <= 0 and dcp <= 1 and window <= 0:
         return None
     if topk > 0:
-        law = T_TOPK if (a.compress_ratio <= 0 and not dcp_on) else T_GENERIC
-    elif dcp_on:
-        law = T_DCP if not windowed else T_GENERIC
+        law = T_TOPK if (a.compress_ratio <= 0 and dcp <= 1) else T_GENERIC
+    elif dcp > 1:
+        law = T_DCP if window <= 0 else T_GENERIC
     else:
         law = T_WINDOW
-    return (law, a.kind, a.index_topk, a.window, a.compress_ratio, topk)
+    return ReadLaw(law, topk, window, a.compress_ratio, dcp, c.dcp_interleave)
 
 
 def build_fast_plan(c: StepConstants) -> FastPlan | None:
@@ -425,13 +549,13 @@ def _build(c: StepConstants) -> FastPlan:
     dp_slice = c.expert_tensor_shards / tp if layout.expert_width <= 1 else 1.0
     routed_a2a = layout.routed_all2all()
     pe = peak * eps
-    kvpt = c.kv_bytes_per_token / max(c.kv_layers, 1)
+    kvpt = layer_kv_bytes_per_token(c.kv_bytes_per_token, c.kv_layers)
 
-    colls: list[tuple] = []
-    coll_index: dict[tuple, int] = {}
-    specs: list[tuple] = []
+    colls: list[CollectiveCoefficients] = []
+    coll_index: dict[CollectiveCoefficients, int] = {}
+    specs: list[ReadLaw] = []
     windows: set[int] = set()
-    kinds = []
+    kinds: list[KindCoefficients] = []
     needs_ndecode = dcp_prefill_fallback = False
     for lp in c.plan.layers:
         # Dense GEMMs (and shared experts), in units of Y.
@@ -439,11 +563,8 @@ def _build(c: StepConstants) -> FastPlan:
         if c.shape_aware:
             for g in lp.gemms:
                 nn, kk = (g.n / tp, g.k) if g.shard_n else (g.n, g.k / tp)
-                f = 1.0
-                if c.k_half > 0 and kk > 0:
-                    f *= kk / (kk + c.k_half)
-                if c.n_half > 0 and nn > 0:
-                    f *= nn / (nn + c.n_half)
+                # price.ramp.shape_efficiency = efficiency(T) · saturation(K) · saturation(N)
+                f = saturation(kk, c.k_half) * saturation(nn, c.n_half)
                 G += g.flops_per_token / tp / f
         else:
             G += lp.dense_flops_per_token / tp
@@ -454,20 +575,18 @@ def _build(c: StepConstants) -> FastPlan:
             weight += lp.shared_expert_weight_bytes / tp
             # KNOWN DIVERGENCE: routed FLOPs not divided by the TP slice (as step.py).
             R = (
-                lp.top_k
-                * c.local_expert_share
-                * lp.expert_flops_per_token_per_expert
-                * c.moe_imbalance
-                / dp_slice
+                routed_expert_flops(
+                    1, lp.top_k, c.local_expert_share, lp.expert_flops_per_token_per_expert, c.moe_imbalance, dp_slice
+                )
                 * funnel
             )
-            E, k, local = c.total_experts, lp.top_k, c.experts_per_rank
+            local = c.experts_per_rank
             if local <= 0:
                 Z, q = 0.0, 0.0
-            else:
+            else:  # price.experts.experts_touched: local · (1 − q^tokens), bytes per expert folded
                 Z = lp.expert_weight_bytes_per_expert / c.expert_tensor_shards * local / hbm_bw
-                q = (E - k) / E if (E > 0 and 0 < k < E) else 0.0
-            expert = (q, Z)
+                q = expert_miss_probability(c.total_experts, lp.top_k)
+            expert = ExpertCoefficients(q, Z)
         rf = rinv = 0.0
         if lp.recurrent_kind and lp.recurrent_kind in c.recurrent_by_kind:
             rf, rr = c.recurrent_by_kind[lp.recurrent_kind]
@@ -496,15 +615,24 @@ def _build(c: StepConstants) -> FastPlan:
                 f2, r2 = c.attention_pair(s2.kind)
                 if r2 <= 0 or a.kv_heads * a.head_dim <= 0:
                     continue
-                per_tok = kvpt * (s2.kv_heads * s2.head_dim) / (a.kv_heads * a.head_dim)
+                per_tok = secondary_kv_bytes_per_token(kvpt, s2.kv_heads, s2.head_dim, a.kv_heads, a.head_dim)
                 dcp2 = c.dcp if c.dcp > 1 and dcp_shards_kv(s2.kind) else 1
-                secs.append((f2, per_tok / r2, s2.window, s2.compress_ratio, dcp2, c.dcp_interleave))
+                secs.append(
+                    SecondaryCoefficients(
+                        f2,
+                        decode_attention_s(1, per_tok, 0.0, r2),
+                        s2.window,
+                        s2.compress_ratio,
+                        dcp2,
+                        c.dcp_interleave,
+                    )
+                )
                 needs_ndecode = needs_ndecode or s2.window > 0
             if a.window > 0:
                 windows.add(a.window)
-            attn = (
+            attn = AttentionCoefficients(
                 floor,
-                kvpt / rate if rate > 0 else 0.0,
+                decode_attention_s(1, kvpt, 0.0, rate) if rate > 0 else 0.0,
                 None if rate > 0 else kvpt / hbm_bw,
                 spec,
                 qhd,
@@ -516,7 +644,7 @@ def _build(c: StepConstants) -> FastPlan:
             )
             if c.dcp > 1 and dcp_shards_kv(a.kind):
                 latent = a.kind in LATENT_KINDS
-                dcp = (latent, _dcp_charges(c, a))
+                dcp = DcpCoefficients(latent, _dcp_charges(c, a))
                 dcp_prefill_fallback = dcp_prefill_fallback or latent
 
         nv_idx: list[int] = []
@@ -529,9 +657,9 @@ def _build(c: StepConstants) -> FastPlan:
             if ch not in coll_index:
                 coll_index[ch] = len(colls)
                 colls.append(ch)
-            (nic_idx if ch[4] else nv_idx).append(coll_index[ch])
+            (nic_idx if ch.to_nic else nv_idx).append(coll_index[ch])
         kinds.append(
-            (
+            KindCoefficients(
                 lp.count,
                 G,
                 R,
@@ -591,5 +719,5 @@ def _build(c: StepConstants) -> FastPlan:
         fp.pcp_prefill_fallback or fp.dcp_prefill_fallback,
         needs_ndecode,
     )  # one unpack per call
-    fp.c = c
+    fp._frozen = True
     return fp

@@ -203,7 +203,8 @@ class Kernel:
         from latencykernel.kernel.vector import step_times  # numpy loads here, not on import
 
         return step_times(
-            self,
+            self._fast,
+            self.step_time,
             step,
             scheduled,
             computed,

@@ -11,26 +11,38 @@ import math
 from collections.abc import Sequence
 
 from latencykernel.kernel.constants import StepConstants
-from latencykernel.plan import LATENT_KINDS, LayerPlan
+from latencykernel.plan import LATENT_KINDS, LayerPlan, PlannedAttention
 from latencykernel.price.attention import (
     causal_flops_per_qk_dim,
-    decode_read_tokens,
+    decode_attention_s,
+    layer_kv_bytes_per_token,
     pcp_causal_flops_per_qk_dim,
     pcp_local_tokens,
     pcp_rank_chunks,
+    prefill_attention_s,
+    secondary_kv_bytes_per_token,
+    secondary_read_tokens,
     windowed_causal_flops_per_qk_dim,
 )
 from latencykernel.price.collective import collective_time_s
-from latencykernel.price.experts import experts_touched
+from latencykernel.price.context import (
+    ACTIVATION_BYTES,
+    dcp_decode_payload_bytes_per_row,
+    dcp_rank_tokens,
+    decode_rank_read_tokens,
+    latent_context_gather_bytes,
+    pcp_kv_gather_bytes,
+)
+from latencykernel.price.experts import experts_touched, routed_expert_flops
 from latencykernel.price.host import graph_dispatch_s
-from latencykernel.price.ramp import efficiency, shape_efficiency
-from latencykernel.resolve.context import dcp_rank_tokens, dcp_shards_kv
+from latencykernel.price.overlap import layer_stage_s
+from latencykernel.price.ramp import efficiency, shape_efficiency, sm_budget_derate
+from latencykernel.resolve.context import dcp_shards_kv
 from latencykernel.resolve.layout import Group, Op
 
-__all__ = ["price_step", "host_dispatch_s", "SM", "HBM", "NVLINK", "NIC", "HOST"]
+__all__ = ["price_step", "host_dispatch_s", "decode_kv_tokens", "SM", "HBM", "NVLINK", "NIC", "HOST"]
 
 SM, HBM, NVLINK, NIC, HOST = 0, 1, 2, 3, 4
-ACT = 2  # bf16 activations
 
 
 def host_dispatch_s(c: StepConstants, scheduled: Sequence[int], tokens: int) -> float:
@@ -59,91 +71,57 @@ def _charge(c: StepConstants, op: Op, group: Group, nbytes: float, acc: list[flo
         acc[NVLINK] += collective_time_s(nbytes, cost.transition_bytes_per_s, cost.peak_bytes_per_s, cost.floor_s)
 
 
-def _decode_kv_tokens(
-    c: StepConstants, kind: str, index_topk: int, window: int, compress_ratio: int, contexts: list[int]
-) -> float:
+def decode_kv_tokens(c: StepConstants, a: PlannedAttention, contexts: Sequence[int]) -> float:
     """Cached tokens one layer's primary decode attention reads on the busiest rank, summed
-    over decodes, or −1 when no per-request bound applies (the caller uses the raw sum).
+    over decodes (``price.context.decode_rank_read_tokens``), or −1 when no per-request
+    bound applies (the caller uses the raw context sum).
 
-    Per request, selection first: a sparse layer reads its top-k T (index_topk, else its
-    window) of the context, plus (ctx − T) / compress_ratio compressed entries beyond them;
-    then the shard: under DCP the busiest rank holds its interleaved share of that count.
+    The bounds, by the attention's kind (``PlannedAttention.read_top_k`` / ``read_window``):
+    a sparse selection, a sliding window, and the DCP shard where DCP shards this cache.
     """
-    topk = (index_topk if index_topk > 0 else window) if kind == "sparse_mla" else 0
-    dcp_on = c.dcp > 1 and dcp_shards_kv(kind)
-    # A sliding-window layer reads at most its window (vLLM's FlashAttention with
-    # window_size; the registry's swa pair was fitted on min(context, window)). The Go
-    # kernel reads the whole context here; we price the engine. See docs/divergences.md.
-    windowed = kind == "swa" and window > 0
-    if topk <= 0 and not dcp_on and not windowed:
+    topk = a.read_top_k
+    dcp = c.dcp if c.dcp > 1 and dcp_shards_kv(a.kind) else 1
+    window = a.read_window
+    if topk <= 0 and dcp <= 1 and window <= 0:
         return -1.0
-    total = 0.0
-    for ctx in contexts:
-        read = decode_read_tokens(ctx, topk, window if windowed else 0, compress_ratio)
-        if dcp_on:
-            read = dcp_rank_tokens(int(read + 0.5), c.dcp, c.dcp_interleave)
-        total += read
-    return total
+    return decode_rank_read_tokens(contexts, topk, window, a.compress_ratio, dcp, c.dcp_interleave)
 
 
 def _dcp_decode_collectives(c: StepConstants, lp: LayerPlan, rows: int, acc: list[float]) -> None:
+    """The DCP decode collectives of one layer (payloads: ``dcp_decode_payload_bytes_per_row``;
+    which collective carries each is vLLM's DCP attention's rule)."""
     a = lp.primary
     assert a is not None
-    latent = a.kind in LATENT_KINDS
-    h, qw = a.q_heads, a.head_dim
-    ow = a.kv_lora_rank if latent and a.kv_lora_rank > 0 else a.head_dim
+    query, tp_query, a2a, lse, reduce = dcp_decode_payload_bytes_per_row(
+        a.q_heads, a.head_dim, a.kv_lora_rank, a.kind in LATENT_KINDS, c.tp, c.dcp, c.pcp
+    )
     if c.pcp <= 1:
-        ah = h / c.tp * c.dcp
-        _charge(c, Op.ALL_GATHER, Group.DCP, rows * ah * qw * ACT, acc)  # query gather
-    else:
-        ah = h / c.tp
-        if c.dcp > c.pcp:
-            ah = h
-            _charge(c, Op.ALL_GATHER, Group.TP, rows * h * qw * ACT, acc)
+        _charge(c, Op.ALL_GATHER, Group.DCP, rows * query, acc)  # query gather
+    elif c.dcp > c.pcp:
+        _charge(c, Op.ALL_GATHER, Group.TP, rows * tp_query, acc)
     if c.dcp_combine == "a2a":
-        _charge(c, Op.ALL2ALL, Group.DCP, rows * ah * (ow + 2) * ACT, acc)  # output + fp32 LSE
+        _charge(c, Op.ALL2ALL, Group.DCP, rows * a2a, acc)  # output + fp32 LSE
         return
-    _charge(c, Op.ALL_GATHER, Group.DCP, c.dcp * rows * ah * 4, acc)  # fp32 log-sum-exp
-    _charge(c, Op.ALL_REDUCE if c.pcp > 1 else Op.REDUCE_SCATTER, Group.DCP, rows * ah * ow * ACT, acc)
+    _charge(c, Op.ALL_GATHER, Group.DCP, rows * lse, acc)  # fp32 log-sum-exp
+    _charge(c, Op.ALL_REDUCE if c.pcp > 1 else Op.REDUCE_SCATTER, Group.DCP, rows * reduce, acc)
 
 
 def _dcp_prefill_gathers(c: StepConstants, lp: LayerPlan, prefills: list[tuple[int, int]], acc: list[float]) -> None:
-    """A latent cache under DCP is gathered back for each run of prefills with a prefix,
-    in chunks of the MLA context-chunk size."""
+    """A latent cache under DCP is gathered back for each run of prefills with a prefix
+    (``price.context.latent_context_gather_bytes``)."""
     a = lp.primary
     assert a is not None
-    width = a.head_dim * ACT
-
-    def gather(run: int) -> None:
-        if run <= 0:
-            return
-        chunks = math.ceil(run / c.mla_context_chunk)
-        for _ in range(chunks):
-            _charge(c, Op.ALL_GATHER, Group.DCP, run * width / chunks, acc)
-
-    run = 0
-    for _, computed in sorted(prefills, key=lambda p: p[0]):
-        if computed <= 0:
-            gather(run)
-            run = 0
-        else:
-            run += computed
-    gather(run)
+    for nbytes in latent_context_gather_bytes(prefills, a.head_dim * ACTIVATION_BYTES, c.mla_context_chunk):
+        _charge(c, Op.ALL_GATHER, Group.DCP, nbytes, acc)
 
 
 def _pcp_gathers(c: StepConstants, lp: LayerPlan, prefill_tokens: int, acc: list[float]) -> None:
+    """The PCP all-gathers of one layer's new KV (``price.context.pcp_kv_gather_bytes``)."""
     a = lp.primary
     assert a is not None
-    rows = c.pcp * prefill_tokens
-    lora = a.kv_lora_rank
-    if 0 < lora < a.head_dim:
-        _charge(c, Op.ALL_GATHER, Group.PCP, rows * lora * ACT, acc)
-        _charge(c, Op.ALL_GATHER, Group.PCP, rows * (a.head_dim - lora) * ACT, acc)
-    else:
-        _charge(c, Op.ALL_GATHER, Group.PCP, rows * a.head_dim * ACT, acc)
-    for s in lp.attentions:
-        if not s.holds_kv and s.kv_heads > 0 and s.head_dim > 0:
-            _charge(c, Op.ALL_GATHER, Group.PCP, rows * s.kv_heads * s.head_dim * ACT, acc)
+    indexers = [s.kv_heads * s.head_dim for s in lp.attentions if not s.holds_kv and s.kv_heads > 0 and s.head_dim > 0]
+    for nbytes in pcp_kv_gather_bytes(prefill_tokens, c.pcp, a.head_dim, a.kv_lora_rank, indexers):
+        _charge(c, Op.ALL_GATHER, Group.PCP, nbytes, acc)
 
 
 def price_step(
@@ -157,9 +135,11 @@ def price_step(
         return per, 0.0
 
     # Classify requests.
-    causal = 0.0
-    decode_kv_tokens = 0
-    rank_chunks: list[list[tuple[int, int]]] = [[] for _ in range(max(c.pcp, 1))]
+    # Each prefill's attention: (causal FLOPs per qk dim, the ramp of its own query tokens,
+    # its chunks on every PCP rank).
+    attention: list[tuple[float, float, list[list[tuple[int, int]]]]] = []
+    ranks = max(c.pcp, 1)
+    decode_ctx_tokens = 0
     contexts: list[int] = []
     prefills: list[tuple[int, int]] = []
     n_prefill = n_decode = decode_tokens = prefill_tokens = withheld = 0
@@ -177,21 +157,18 @@ def price_step(
             if lt >= 0:
                 local = lt
                 pairs = pcp_causal_flops_per_qk_dim(s, comp, c.pcp, c.dcp)
-            causal += pairs
+            attention.append((pairs, efficiency(local, c.eps_max, c.m_half), pcp_rank_chunks(s, comp, c.pcp, c.dcp)))
             prefill_tokens += local
             withheld += s - local
-            for r, rc in enumerate(pcp_rank_chunks(s, comp, c.pcp, c.dcp)):
-                rank_chunks[r].extend(rc)
             prefills.append((s, comp))
         else:
             n_decode += 1
             decode_tokens += s
-            decode_kv_tokens += ctx
+            decode_ctx_tokens += ctx
             contexts.append(ctx)
     T = batch_tokens - withheld
 
-    budget = sm_budget if sm_budget > 0 and c.sm_count > 0 else c.sm_count
-    sm_derate = c.sm_count / budget if 0 < budget < c.sm_count else 1.0
+    sm_derate = sm_budget_derate(c.sm_count, sm_budget)
     peak, hbm_bw, tp = c.peak_flops_per_s, c.hbm_bytes_per_s, c.tp
     ramp = efficiency(T, c.eps_max, c.m_half)
     layout = c.layout
@@ -200,6 +177,7 @@ def price_step(
     routed_tokens = T * funnel
     dp_slice = c.expert_tensor_shards / tp if layout.expert_width <= 1 else 1.0
     routed_a2a = layout.routed_all2all()
+    layer_kv = layer_kv_bytes_per_token(c.kv_bytes_per_token, c.kv_layers)
     overlap = 0.0
 
     for li, lp in enumerate(c.plan.layers):
@@ -219,11 +197,17 @@ def price_step(
         weight_bytes += lp.dense_weight_bytes / tp
 
         if lp.expert_flops_per_token_per_expert > 0:
-            routed_per_rank = routed_tokens * lp.top_k * c.local_expert_share
             # KNOWN DIVERGENCE: routed-expert FLOPs are not divided by the tensor-parallel
             # slice (vLLM splits each expert's matrices over TP). Kept from the Go kernel,
             # where dividing scored worse end to end; see docs/divergences.md.
-            routed_flops += routed_per_rank * lp.expert_flops_per_token_per_expert * c.moe_imbalance / dp_slice
+            routed_flops += routed_expert_flops(
+                routed_tokens,
+                lp.top_k,
+                c.local_expert_share,
+                lp.expert_flops_per_token_per_expert,
+                c.moe_imbalance,
+                dp_slice,
+            )
             routed_bytes += (
                 lp.expert_weight_bytes_per_expert
                 / c.expert_tensor_shards
@@ -238,17 +222,13 @@ def price_step(
             kv_fallback = False
             tok = 0.0
             if n_decode > 0:
-                tok = _decode_kv_tokens(c, a.kind, a.index_topk, a.window, a.compress_ratio, contexts)
+                tok = decode_kv_tokens(c, a, contexts)
                 if tok < 0:
-                    tok = decode_kv_tokens
+                    tok = decode_ctx_tokens
                 if rate > 0:
-                    attn_hbm += floor + tok * c.kv_bytes_per_token / max(c.kv_layers, 1) / rate
+                    attn_hbm += decode_attention_s(tok, layer_kv, floor, rate)
                 else:
                     kv_fallback = True
-            if a.window > 0:  # the slowest PCP rank under the window (one rank without PCP)
-                layer_causal = max(windowed_causal_flops_per_qk_dim(rc, a.window) for rc in rank_chunks)
-            else:
-                layer_causal = causal
             if (
                 n_decode > 0
                 and n_prefill > 0
@@ -264,33 +244,44 @@ def price_step(
                 else:
                     attn_sm -= c.prefill_floor_s
             if n_prefill > 0:
-                if c.prefill_scale > 0:
-                    scale = ramp * c.prefill_scale
-                    attn_sm += (
-                        c.prefill_floor_s + layer_causal * a.q_heads * a.head_dim / tp / (peak * scale) * sm_derate
+                # Each prefill at the efficiency of its own query tokens (scaled by the
+                # registry's prefill-attention scale; the plain ramp without one).
+                ps = c.prefill_scale if c.prefill_scale > 0 else 1.0
+                if a.window > 0:  # the slowest PCP rank under the window (one rank without PCP)
+                    work = max(
+                        sum(
+                            prefill_attention_s(
+                                windowed_causal_flops_per_qk_dim(chunks[r], a.window),
+                                a.q_heads,
+                                a.head_dim,
+                                tp,
+                                peak,
+                                eff * ps,
+                            )
+                            for _, eff, chunks in attention
+                        )
+                        for r in range(ranks)
                     )
                 else:
-                    flops += layer_causal * a.q_heads * a.head_dim / tp
+                    work = sum(
+                        prefill_attention_s(pairs, a.q_heads, a.head_dim, tp, peak, eff * ps)
+                        for pairs, eff, _ in attention
+                    )
+                if c.prefill_scale > 0:
+                    attn_sm += c.prefill_floor_s + work * sm_derate
+                else:
+                    attn_sm += work * sm_derate
             if n_decode > 0:
                 for s2, (f2, r2) in zip((x for x in lp.attentions if not x.holds_kv), c.secondary_pairs[li]):
                     if r2 <= 0 or a.kv_heads * a.head_dim <= 0:
                         continue
-                    per_tok = (
-                        c.kv_bytes_per_token
-                        / max(c.kv_layers, 1)
-                        * (s2.kv_heads * s2.head_dim)
-                        / (a.kv_heads * a.head_dim)
-                    )
-                    t2: float = decode_kv_tokens
-                    if s2.window > 0:
-                        t2 = min(t2, s2.window * n_decode)
-                    if s2.compress_ratio > 1:
-                        t2 /= s2.compress_ratio
+                    per_tok = secondary_kv_bytes_per_token(layer_kv, s2.kv_heads, s2.head_dim, a.kv_heads, a.head_dim)
+                    t2 = secondary_read_tokens(decode_ctx_tokens, n_decode, s2.window, s2.compress_ratio)
                     if c.dcp > 1 and dcp_shards_kv(s2.kind):
                         t2 = dcp_rank_tokens(int(t2 + 0.5), c.dcp, c.dcp_interleave)
-                    attn_hbm += f2 + t2 * per_tok / r2
-            if kv_fallback:
-                kv_bytes = tok * c.kv_bytes_per_token / max(c.kv_layers, 1)
+                    attn_hbm += decode_attention_s(t2, per_tok, f2, r2)
+            if kv_fallback:  # no decode rate: the raw KV bytes at HBM bandwidth, no floor
+                kv_bytes = tok * layer_kv
 
         elementwise = T * lp.elementwise_bytes_per_token / tp
         if lp.recurrent_kind and lp.recurrent_kind in c.recurrent_by_kind:
@@ -326,9 +317,8 @@ def price_step(
                 _pcp_gathers(c, lp, prefill_tokens, acc)
 
         nvlink, nic = acc[NVLINK], acc[NIC]
-        stage = max(sm - routed_sm, hbm - routed_hbm, nvlink, nic) + routed_sm + routed_hbm
         n = lp.count
-        overlap += n * stage
+        overlap += n * layer_stage_s(sm, hbm, nvlink, nic, routed_sm, routed_hbm)
         per[SM] += n * sm
         per[HBM] += n * hbm
         per[NVLINK] += n * nvlink

@@ -10,12 +10,16 @@ of floats that feed a price are taken with ``np.bincount`` (which adds row after
 scalar loops do), integer sums are exact either way, and powers are taken with Python's own
 ``**`` on the distinct exponents. So every step's result equals ``step_time`` on the same
 batch bit for bit. Steps the fast path does not cover (see ``fast.py``) are priced one by
-one by ``step_time`` itself.
+one by the fallback the caller passes (``Kernel.step_time``).
+
+This module only vectorises: every expression that mirrors a law names it in a comment
+(``# price.<module>.<law>``), and tests/test_one_home.py checks them term by term against
+the laws on random inputs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,8 +27,8 @@ import numpy as np
 
 from latencykernel.batch import RESOURCES, Batch, Resource, StepEstimate
 from latencykernel.errors import LatencyKernelError
-from latencykernel.kernel.fast import T_DCP, T_GENERIC, T_TOPK, T_WINDOW, FastPlan
-from latencykernel.resolve.context import dcp_shards_kv
+from latencykernel.kernel.fast import T_DCP, T_GENERIC, T_TOPK, T_WINDOW, FastPlan, ReadLaw
+from latencykernel.price.ramp import sm_budget_derate
 
 __all__ = ["StepTimes", "step_times"]
 
@@ -83,7 +87,8 @@ def _non_negative(name: str, a: np.ndarray) -> None:
 
 
 def step_times(
-    kernel: Any,
+    plan: FastPlan | None,
+    fallback: Callable[[Batch], StepEstimate],
     step: Any,
     scheduled: Any,
     computed: Any,
@@ -92,7 +97,9 @@ def step_times(
     prompt_len: Any = None,
     sm_budget: int = 0,
 ) -> StepTimes:
-    """See ``Kernel.step_times``."""
+    """See ``Kernel.step_times``. ``plan`` is the kernel's fused plan (None: every step
+    takes ``fallback``); ``fallback`` prices one batch (``Kernel.step_time``) for the steps
+    the plan hands back."""
     st = _column("step", step)
     s = _column("scheduled", scheduled)
     c = _column("computed", computed)
@@ -144,7 +151,7 @@ def step_times(
     nreq = per_step(seg_n)
     starts = per_step(seg_start)
 
-    fp: FastPlan | None = kernel._fast
+    fp = plan
     if fp is not None:
         raw, slow = _price(fp, st, s, c, T, sumc, nreq, th, budget, seg_start, per_step, nsteps)
         ns = [(x * 1e9).astype(np.int64) for x in raw[:5]]
@@ -166,7 +173,7 @@ def step_times(
         for i in np.flatnonzero(slow).tolist():
             a = int(starts[i])
             b = a + int(nreq[i])
-            e = kernel.step_time(Batch.from_columns(s[a:b].tolist(), c[a:b].tolist(), th, budget))
+            e = fallback(Batch.from_columns(s[a:b].tolist(), c[a:b].tolist(), th, budget))
             overlap[i] = e.overlap
             no_overlap[i] = e.no_overlap
             bottleneck[i] = e.bottleneck
@@ -225,11 +232,12 @@ def _price(
         has_pre = n_pre > 0
         tp_ = np.bincount(pst, weights=ps, minlength=nsteps).astype(np.int64)
         cp_ = np.bincount(pst, weights=pc, minlength=nsteps).astype(np.int64)
-        causal = np.bincount(pst, weights=4.0 * (ps * pc + ps * ps / 2.0), minlength=nsteps)
+        # Each prefill over peak·efficiency of its own query tokens, as fast.FastPlan.price.
+        psf, pcf = ps.astype(np.float64), pc.astype(np.float64)
+        inv_eff = (psf + fp.m_half) * fp.inv_pe / psf
+        causal = np.bincount(pst, weights=_causal_flops(psf, pcf) * inv_eff, minlength=nsteps)
         for wdw in fp.windows:
-            k = np.maximum(0, np.minimum(ps, wdw - pc))
-            pairs = k * (pc + 1) + k * (k - 1) / 2.0 - k / 2.0 + (ps - k) * wdw
-            wins[wdw] = 4.0 * np.bincount(pst, weights=pairs, minlength=nsteps)
+            wins[wdw] = np.bincount(pst, weights=_windowed_causal_flops(psf, pcf, wdw) * inv_eff, minlength=nsteps)
         dec_tokens = T - tp_
         dec_kv = T + sumc - tp_ - cp_
         n_dec = nreq - n_pre
@@ -254,21 +262,19 @@ def _price(
         ctx = s + c
         if has_pre is not None:
             ctx = np.where(s > th, 0, ctx)
-        for spec in fp.specs:
-            toks.append(_transform(fp, spec, ctx, st, seg_start, per_step, nsteps))
+        for read_law in fp.specs:
+            toks.append(_transform(read_law, ctx, st, seg_start, per_step, nsteps))
 
-    smc = fp.sm_count
-    bud = budget if budget > 0 and smc > 0 else smc
-    d = smc / bud if 0 < bud < smc else 1.0
+    d = sm_budget_derate(fp.sm_count, budget)
     Tsafe = np.where(empty, 1, T) if any_empty else T
-    Y = (Tsafe + fp.m_half) * fp.inv_pe
+    Y = (Tsafe + fp.m_half) * fp.inv_pe  # T/(peak·efficiency(T)): price.ramp.efficiency folded
     Yd = Y * d
-    Xd = Yd / Tsafe
 
     ts = []
+    b: Any
     for floor, ipk, itr, mult, _nic in fp.colls:
         b = Tsafe * mult
-        ts.append(np.maximum(floor + b * itr, b * ipk))
+        ts.append(np.maximum(floor + b * itr, b * ipk))  # price.collective.collective_time_s
     pows: dict[float, np.ndarray] = {}
     nroute = Tsafe * fp.funnel
     rows_nonlatent = None
@@ -278,6 +284,10 @@ def _price(
     p_nv: Any = 0.0
     p_nic: Any = 0.0
     overlap: Any = 0.0
+    sm: Any
+    hbm: Any
+    rsm: Any
+    rhbm: Any
     for count, G, R, Wh, Eh, rf, rinv, expert, attn, nv_idx, nic_idx, dcp in fp.kinds:
         sm = G * Yd + rf + rinv * Tsafe
         hbm = Wh + Eh * Tsafe
@@ -286,15 +296,16 @@ def _price(
             if q not in pows:
                 pows[q] = _pow_table(q, nroute)
             rsm = R * Yd
-            rhbm = Z * (1.0 - pows[q])
+            rhbm = Z * (1.0 - pows[q])  # price.experts.experts_touched
         else:
             rsm = rhbm = 0.0
         if attn is not None:
             floor, coef, fb, spec, qhd, qhd_ps, window, launch, pf, secs = attn
             tok = toks[spec] if spec >= 0 else dec_kv
+            # price.attention.decode_attention_s (or the raw KV bytes without a rate)
             new = hbm + (floor + tok * coef) if fb is None else hbm + tok * fb
             for f2, c2, w2, r2, dcp2, interleave in secs:
-                t2: Any = dec_kv
+                t2: Any = dec_kv  # price.attention.secondary_read_tokens
                 if w2 > 0:
                     t2 = np.minimum(t2, w2 * n_dec)
                 if r2 > 1:
@@ -305,10 +316,10 @@ def _price(
             hbm = new if all_dec else np.where(has_dec, new, hbm)
             if has_pre is not None:
                 lc = wins[window] if window > 0 else causal
-                if qhd_ps > 0:
-                    new = sm + (pf + lc * qhd_ps * Xd)
+                if qhd_ps > 0:  # price.attention.prefill_attention_s
+                    new = sm + (pf + lc * qhd_ps * d)
                 else:
-                    new = sm + lc * qhd * Xd
+                    new = sm + lc * qhd * d
                 sm = np.where(has_pre, new, sm)
                 if launch:
                     both = has_pre & has_dec
@@ -333,12 +344,12 @@ def _price(
             some = rows > 0
             for floor2, ipk, itr, mult, to_nic in charges:
                 b = rows * mult
-                t = np.maximum(floor2 + b * itr, b * ipk)
+                tc = np.maximum(floor2 + b * itr, b * ipk)  # price.collective.collective_time_s
                 if to_nic:
-                    nic = np.where(some, nic + t, nic)
+                    nic = np.where(some, nic + tc, nic)
                 else:
-                    nv = np.where(some, nv + t, nv)
-        top = np.maximum(np.maximum(np.maximum(sm, hbm), nv), nic)
+                    nv = np.where(some, nv + tc, nv)
+        top = np.maximum(np.maximum(np.maximum(sm, hbm), nv), nic)  # price.overlap.layer_stage_s
         overlap = overlap + count * (top + rsm + rhbm)
         p_sm = p_sm + count * (sm + rsm)
         p_hbm = p_hbm + count * (hbm + rhbm)
@@ -360,33 +371,45 @@ def _price(
     return (out[0], out[1], out[2], out[3], host, overlap), slow
 
 
+def _causal_flops(s: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """``price.attention.causal_flops_per_qk_dim`` on float arrays (whole numbers below 2**53:
+    every product rounds once, as Python's exact integer product converted to float)."""
+    return 4.0 * (s * c + s * s / 2.0)
+
+
+def _windowed_causal_flops(s: np.ndarray, c: np.ndarray, window: int) -> np.ndarray:
+    """``price.attention.windowed_causal_flops_per_qk_dim`` of each (s, c) on its own, on
+    float arrays."""
+    ns = np.maximum(0.0, np.minimum(s, window - c))
+    return 4.0 * (ns * (c + 1) + ns * (ns - 1) / 2.0 - ns / 2.0 + (s - ns) * window)
+
+
 def _dcp_rank_tokens(length: np.ndarray, dcp: int, interleave: int) -> np.ndarray:
-    """``resolve.context.dcp_rank_tokens`` on an array."""
+    """``price.context.dcp_rank_tokens`` on an array."""
     i = max(interleave, 1)
     cyc = i * dcp
     return np.where(length <= 0, 0, (length // cyc) * i + np.minimum(length % cyc, i))
 
 
 def _transform(
-    fp: FastPlan, spec: tuple, ctx: np.ndarray, st: np.ndarray, seg_start: np.ndarray, per_step: Any, nsteps: int
+    spec: ReadLaw, ctx: np.ndarray, st: np.ndarray, seg_start: np.ndarray, per_step: Any, nsteps: int
 ) -> np.ndarray:
-    """``fast._transform`` per step: integer reads summed exactly per segment, float reads
-    added row after row."""
-    law, kind, index_topk, window, ratio, topk = spec
-    c = fp.c
+    """``fast._transform`` per step (``price.context.decode_rank_read_tokens``): integer reads
+    summed exactly per segment, float reads added row after row."""
+    law, topk, window, ratio, dcp, interleave = spec
     if law == T_WINDOW:
         return per_step(np.add.reduceat(np.minimum(ctx, window), seg_start))
     if law == T_TOPK:
         return per_step(np.add.reduceat(np.minimum(ctx, topk), seg_start))
     if law == T_DCP:
-        return per_step(np.add.reduceat(_dcp_rank_tokens(ctx, c.dcp, c.dcp_interleave), seg_start))
+        return per_step(np.add.reduceat(_dcp_rank_tokens(ctx, dcp, interleave), seg_start))
     assert law == T_GENERIC
-    windowed = kind == "swa" and window > 0
-    read: Any = np.minimum(ctx, window) if windowed else ctx
+    # price.attention.decode_read_tokens
+    read: Any = np.minimum(ctx, window) if window > 0 else ctx
     if topk > 0:
         read = np.minimum(ctx, topk)
         if ratio > 0:
             read = np.where(ctx > topk, read + (ctx - topk) / ratio, read)
-    if c.dcp > 1 and dcp_shards_kv(kind):
-        read = _dcp_rank_tokens((read + 0.5).astype(np.int64), c.dcp, c.dcp_interleave)
+    if dcp > 1:
+        read = _dcp_rank_tokens((read + 0.5).astype(np.int64), dcp, interleave)
     return np.bincount(st, weights=read, minlength=nsteps)

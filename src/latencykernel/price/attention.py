@@ -16,6 +16,11 @@ __all__ = [
     "pcp_causal_flops_per_qk_dim",
     "pcp_rank_chunks",
     "decode_read_tokens",
+    "layer_kv_bytes_per_token",
+    "decode_attention_s",
+    "secondary_kv_bytes_per_token",
+    "secondary_read_tokens",
+    "prefill_attention_s",
 ]
 
 
@@ -143,3 +148,84 @@ def pcp_rank_chunks(scheduled: int, prefix: int, pcp: int, dcp: int) -> list[lis
                 chunks.append((hi - lo, prefix + lo))
         ranks.append(chunks)
     return ranks
+
+
+def layer_kv_bytes_per_token(kv_bytes_per_token: float, kv_layers: int) -> float:
+    """KV bytes one token holds in one KV-holding layer on one rank.
+
+    bytes = kv_bytes_per_token / max(kv_layers, 1)
+
+    ``kv_bytes_per_token`` is the whole model's (``price.kv.kv_bytes_per_token``); every
+    KV-holding layer stores the same share. A decode that has no measured read rate reads
+    tokens × this at HBM bandwidth (no floor).
+    """
+    return kv_bytes_per_token / max(kv_layers, 1)
+
+
+def decode_attention_s(read_tokens: float, bytes_per_token: float, floor_s: float, rate_bytes_per_s: float) -> float:
+    """Decode attention of one layer: a launch floor plus the KV bytes read at the measured rate.
+
+    t = floor + read_tokens · bytes_per_token / rate
+
+    read_tokens is the cached tokens the busiest rank reads, summed over the decodes
+    (``decode_read_tokens`` per request, then the DCP shard); (floor, rate) is the registry's
+    decode-attention pair for the layer's attention kind (or the part-wide pair), fitted on
+    measured paged-attention decode kernels. The caller prices a layer without a rate as
+    plain HBM bytes instead. With read_tokens = 1 and floor = 0 it is the seconds per token
+    the fused path folds.
+    """
+    return floor_s + read_tokens * bytes_per_token / rate_bytes_per_s
+
+
+def secondary_kv_bytes_per_token(
+    layer_kv_bytes: float, kv_heads: int, head_dim: int, primary_kv_heads: int, primary_head_dim: int
+) -> float:
+    """Bytes per token a secondary attention (an indexer, with its own small cache) reads.
+
+    bytes = layer_kv_bytes · (kv_heads · head_dim) / (primary_kv_heads · primary_head_dim)
+
+    The secondary cache is sized like the primary one, scaled by its width: layer_kv_bytes
+    is the primary's per-layer bytes (``layer_kv_bytes_per_token``). The caller skips a
+    secondary without a primary width.
+    """
+    return layer_kv_bytes * (kv_heads * head_dim) / (primary_kv_heads * primary_head_dim)
+
+
+def secondary_read_tokens(context_tokens: float, decodes: int, window: int, compress_ratio: int) -> float:
+    """Cached tokens a secondary attention reads over the decodes of one step.
+
+    t = Σ ctx                      summed decode contexts
+    t = min(t, window · decodes)   under a window (window > 0)
+    t = t / compress_ratio         over a compressed cache (compress_ratio > 1)
+
+    The bound is on the summed contexts (each decode reads at most its window). Under DCP
+    the caller then takes the busiest rank's share (``price.context.dcp_rank_tokens``).
+    """
+    t = context_tokens
+    if window > 0:
+        t = min(t, window * decodes)
+    if compress_ratio > 1:
+        t /= compress_ratio
+    return t
+
+
+def prefill_attention_s(
+    flops_per_qk_dim: float, q_heads: int, head_dim: int, tp: int, peak_flops_per_s: float, efficiency: float
+) -> float:
+    """Prefill attention compute of one prefill in one layer on one rank (without the launch floor).
+
+    t = flops_per_qk_dim · n_q · d_h / tp / (peak · efficiency)
+    efficiency = prefill_scale · eff(query tokens of this prefill)     (``price.ramp.efficiency``)
+
+    flops_per_qk_dim comes from ``causal_flops_per_qk_dim`` (or its windowed / PCP forms); a
+    step sums this over its prefills. Why each prefill's own query tokens, not the step's
+    GEMM M: FlashAttention's forward kernel gives each thread block one tile of one
+    sequence's queries for one head (``compute_attn_1rowblock(params, bidb, bidh, m_block)``
+    in csrc/flash_attn/src/flash_fwd_kernel.h, blocks indexed by (m_block, batch, head)),
+    so how full its tiles are depends on that sequence's query length, never on the other
+    requests in the step. The registry's floor and ``attention_prefill_work_scale`` were
+    fitted on single-prefill attention sweeps (AISimulate), where the step's tokens are
+    the prefill's own: for one prefill alone this is the fitted law unchanged. (Pricing at
+    the batch's M let an added request lower the price: issue 10.)
+    """
+    return flops_per_qk_dim * q_heads * head_dim / tp / (peak_flops_per_s * efficiency)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["efficiency", "shape_efficiency"]
+__all__ = ["efficiency", "saturation", "shape_efficiency", "sm_budget_derate"]
 
 
 def efficiency(m_tokens: float, eps_max: float, m_half_tokens: float) -> float:
@@ -18,6 +18,19 @@ def efficiency(m_tokens: float, eps_max: float, m_half_tokens: float) -> float:
     if m_half_tokens <= 0:
         return eps_max
     return eps_max * m_tokens / (m_tokens + m_half_tokens)
+
+
+def saturation(x: float, x_half: float) -> float:
+    """One dimension's factor of the shape-aware ramp: how full a matmul of extent ``x`` is.
+
+    saturation(x) = x / (x + x_half)
+
+    1 when the half point or the extent is not positive (the factor is left out). The fused
+    path folds a GEMM's N and K factors with this at construction.
+    """
+    if x_half <= 0 or x <= 0:
+        return 1.0
+    return x / (x + x_half)
 
 
 def shape_efficiency(
@@ -39,9 +52,23 @@ def shape_efficiency(
         return 0.0
     e = eps_max
     if m_half_tokens > 0:
-        e *= m_tokens / (m_tokens + m_half_tokens)
+        e *= saturation(m_tokens, m_half_tokens)
     if k_half > 0 and k > 0:
-        e *= k / (k + k_half)
+        e *= saturation(k, k_half)
     if n_half > 0 and n > 0:
-        e *= n / (n + n_half)
+        e *= saturation(n, n_half)
     return e
+
+
+def sm_budget_derate(sm_count: int, sm_budget: int) -> float:
+    """How much slower SM work runs when a step may use only ``sm_budget`` of the chip's SMs.
+
+    derate = sm_count / sm_budget     when 0 < sm_budget < sm_count
+           = 1                        otherwise (no budget, or a budget of the whole chip)
+
+    ``Batch.sm_budget`` restricts a step to that many SMs; its compute-bound terms are
+    assumed to scale linearly with the SMs they get (the Go kernel's rule); memory, fabric
+    and host time are not derated.
+    """
+    budget = sm_budget if sm_budget > 0 and sm_count > 0 else sm_count
+    return sm_count / budget if 0 < budget < sm_count else 1.0
