@@ -34,6 +34,7 @@ ALLOWED = {
         "derive",
         "kernel",
     },
+    "serving": {"errors", "batch", "step_model"},
     "cli": {
         "errors",
         "batch",
@@ -47,6 +48,7 @@ ALLOWED = {
         "derive",
         "kernel",
         "scenarios",
+        "serving",
         "validation",
     },
     # validation opens step models (kernel), reads the StepModel contract, and uses the

@@ -45,6 +45,17 @@ class EngineLimits:
     decode_threshold:        a request scheduling at most this many tokens is priced as a decode
     gpus:                    GPUs one replica of this pool occupies (tp x pp x pcp)
     data_parallel:           replicas (or attention-DP ranks) of this pool
+    enable_chunked_prefill:  whether a prompt may be split over steps (``--enable-chunked-prefill``;
+                             on by default in vLLM v1)
+    long_prefill_token_threshold: the most prompt tokens one request schedules in a step
+                             (``--long-prefill-token-threshold``; 0 = no cap)
+    max_num_partial_prefills: ``--max-num-partial-prefills`` as resolved (vLLM v1's scheduler
+                             reads it only to derive the threshold above)
+    scheduling_policy:       ``fcfs`` or ``priority`` (``--scheduling-policy``)
+    engine:                  ``vllm`` or ``sglang``: whose scheduler the deployment runs
+    lockstep_data_parallel:  the data-parallel ranks step together (attention DP under a
+                             shared MoE layer: vLLM syncs them every step), so a step lasts as
+                             long as the slowest rank; False for independent replicas
     """
 
     max_num_seqs: int
@@ -58,6 +69,12 @@ class EngineLimits:
     decode_threshold: int
     gpus: int
     data_parallel: int
+    enable_chunked_prefill: bool = True
+    long_prefill_token_threshold: int = 0
+    max_num_partial_prefills: int = 1
+    scheduling_policy: str = "fcfs"
+    engine: str = "vllm"
+    lockstep_data_parallel: bool = False
 
 
 @runtime_checkable

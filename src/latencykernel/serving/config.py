@@ -1,0 +1,223 @@
+"""The engine settings a simulation runs with: the step model's ``EngineLimits``, overridden
+by the caller's keyword arguments (named as vLLM names them), each default recorded.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from latencykernel.errors import LatencyKernelError
+from latencykernel.step_model import EngineLimits, StepModel
+
+__all__ = ["EngineConfig", "resolve_engine", "ENGINE_KEYS"]
+
+# the keyword arguments simulate() accepts, with what each means
+ENGINE_KEYS: dict[str, str] = {
+    "max_num_seqs": "requests a step may hold (--max-num-seqs)",
+    "max_num_batched_tokens": "tokens a step may schedule (--max-num-batched-tokens)",
+    "max_model_len": "longest prompt + output (--max-model-len)",
+    "block_size": "tokens per KV block (--block-size)",
+    "num_gpu_blocks": "KV blocks one rank holds (vLLM's num_gpu_blocks; default the step model's kv_blocks)",
+    "enable_prefix_caching": "prefix caching (--enable-prefix-caching)",
+    "async_scheduling": "schedule step n+1 while step n runs (--async-scheduling)",
+    "enable_chunked_prefill": "split a prompt over steps (--enable-chunked-prefill)",
+    "long_prefill_token_threshold": "cap on one request's prompt tokens per step (--long-prefill-token-threshold)",
+    "max_num_partial_prefills": "--max-num-partial-prefills (derives the threshold above when > 1)",
+    "scheduling_policy": "fcfs or priority (--scheduling-policy)",
+    "num_speculative_tokens": "draft tokens per decode step",
+    "acceptance_rate": "fraction of draft tokens accepted (vLLM's draft acceptance rate)",
+    "mean_accepted_length": "tokens emitted per decode step, 1 + accepted drafts (vLLM's mean acceptance length)",
+    "engine": "vllm or sglang: whose scheduler",
+    "data_parallel_size": "schedulers (DP replicas or attention-DP ranks)",
+    "lockstep_data_parallel": "the DP ranks step together (attention DP under a MoE layer)",
+    "step_price": "which step time the clock advances by: no_overlap (default) or overlap",
+    "skip_ahead": "price runs of identical decode steps in one vectorised call (default True)",
+}
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Resolved settings (see ``ENGINE_KEYS``); ``usable_blocks`` is ``num_gpu_blocks − 1``
+    (vLLM's block pool keeps one null block: vllm/v1/core/block_pool.py, ``BlockPool.__init__``)."""
+
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    max_model_len: int
+    block_size: int
+    num_gpu_blocks: int
+    usable_blocks: int
+    enable_prefix_caching: bool
+    async_scheduling: bool
+    enable_chunked_prefill: bool
+    long_prefill_token_threshold: int
+    scheduling_policy: str
+    num_speculative_tokens: int
+    accepted_per_step: float
+    lookahead: int
+    engine: str
+    data_parallel_size: int
+    lockstep: bool
+    gpus_per_replica: int
+    decode_threshold: int
+    overlap: bool
+    skip_ahead: bool
+
+
+def _int(name: str, v: Any, low: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, int | float) or not float(v).is_integer():
+        raise LatencyKernelError(f"{name} must be a whole number, got {v!r}")
+    if v < low:
+        raise LatencyKernelError(f"{name} must be at least {low}, got {v!r}")
+    return int(v)
+
+
+def _bool(name: str, v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise LatencyKernelError(f"{name} must be true or false, got {v!r}")
+    return v
+
+
+def resolve_engine(model: StepModel, engine: dict[str, Any]) -> tuple[EngineConfig, list[tuple[str, str, str]]]:
+    """The settings a run uses, and the assumptions behind them."""
+    unknown = sorted(set(engine) - set(ENGINE_KEYS))
+    if unknown:
+        raise LatencyKernelError(
+            f"unknown engine setting {unknown[0]!r}; the settings are: {', '.join(sorted(ENGINE_KEYS))}"
+        )
+    lim: EngineLimits = model.limits()
+    notes: list[tuple[str, str, str]] = []
+
+    def pick(key: str, default: Any, why: str) -> Any:
+        if key in engine and engine[key] is not None:
+            return engine[key]
+        notes.append((key, str(default), why))
+        return default
+
+    src = "as the step model's limits() resolve it"
+    mns = _int("max_num_seqs", pick("max_num_seqs", lim.max_num_seqs, src), 1)
+    mnbt = _int("max_num_batched_tokens", pick("max_num_batched_tokens", lim.max_num_batched_tokens, src), 1)
+    mml = _int("max_model_len", pick("max_model_len", lim.max_model_len, src + " (0: no stated limit)"), 0)
+    bs = _int("block_size", pick("block_size", lim.block_size, src), 1)
+    blocks = _int("num_gpu_blocks", pick("num_gpu_blocks", lim.kv_blocks, "the step model's kv_blocks"), 0)
+    if blocks < 2:
+        raise LatencyKernelError(
+            f"num_gpu_blocks is {blocks}: the KV cache holds no usable block (vLLM keeps one null block), "
+            "so no request can be served; lower the fixed memory or raise gpu_memory_utilization"
+        )
+    pc = _bool("enable_prefix_caching", pick("enable_prefix_caching", lim.enable_prefix_caching, src))
+    asy = _bool("async_scheduling", pick("async_scheduling", lim.async_scheduling, src))
+    chunked = _bool("enable_chunked_prefill", pick("enable_chunked_prefill", lim.enable_chunked_prefill, src))
+    partial = _int("max_num_partial_prefills", pick("max_num_partial_prefills", lim.max_num_partial_prefills, src), 1)
+    thr = _int(
+        "long_prefill_token_threshold",
+        pick("long_prefill_token_threshold", lim.long_prefill_token_threshold, src),
+        0,
+    )
+    if partial > 1 and thr == 0:
+        # vllm/config/scheduler.py, SchedulerConfig.__post_init__: with concurrent partial
+        # prefills the threshold defaults to 4 % of max_model_len
+        thr = int(mml * 0.04)
+        notes.append(
+            (
+                "long_prefill_token_threshold",
+                str(thr),
+                "int(0.04 x max_model_len), vLLM's default when max_num_partial_prefills > 1",
+            )
+        )
+    if not chunked and mml and mnbt < mml:
+        raise LatencyKernelError(
+            f"max_num_batched_tokens ({mnbt}) is smaller than max_model_len ({mml}) with chunked prefill off; "
+            "vLLM refuses this (SchedulerConfig.verify_max_model_len)"
+        )
+    policy = str(pick("scheduling_policy", lim.scheduling_policy, src))
+    if policy not in ("fcfs", "priority"):
+        raise LatencyKernelError(f"scheduling_policy must be fcfs or priority, got {policy!r}")
+    k = _int("num_speculative_tokens", pick("num_speculative_tokens", lim.num_speculative_tokens, src), 0)
+    acc_rate = engine.get("acceptance_rate")
+    mal = engine.get("mean_accepted_length")
+    if acc_rate is not None and mal is not None:
+        raise LatencyKernelError("give acceptance_rate or mean_accepted_length, not both")
+    accepted = 0.0
+    if k > 0:
+        if acc_rate is not None:
+            a = float(acc_rate)
+            if not 0.0 <= a <= 1.0:
+                raise LatencyKernelError(f"acceptance_rate must be in [0, 1], got {acc_rate}")
+            accepted = a * k
+        elif mal is not None:
+            m = float(mal)
+            if not 1.0 <= m <= k + 1:
+                raise LatencyKernelError(
+                    f"mean_accepted_length must be in [1, num_speculative_tokens + 1] = [1, {k + 1}], got {mal}"
+                )
+            accepted = m - 1.0
+        else:
+            raise LatencyKernelError(
+                f"num_speculative_tokens is {k}: give acceptance_rate or mean_accepted_length (measured on your "
+                "traffic); the simulation does not guess how many drafts are accepted"
+            )
+        notes.append(
+            (
+                "speculative_acceptance",
+                f"{accepted:g} accepted drafts per decode step",
+                "spread evenly over steps (a fractional carry per request), not drawn at random",
+            )
+        )
+        notes.append(
+            (
+                "num_lookahead_tokens",
+                str(k),
+                "KV slots reserved for drafts as for EAGLE/MTP and draft models (Scheduler.__init__); n-gram reserves none",
+            )
+        )
+    elif acc_rate is not None or mal is not None:
+        raise LatencyKernelError("acceptance_rate / mean_accepted_length need num_speculative_tokens > 0")
+    eng = str(pick("engine", lim.engine, src))
+    if eng not in ("vllm", "sglang"):
+        raise LatencyKernelError(f"engine must be vllm or sglang, got {eng!r}")
+    if eng == "sglang":
+        notes.append(
+            (
+                "engine",
+                "sglang",
+                "scheduled by vLLM v1's rules: SGLang's own policy (longest-prefix-first with the radix cache, "
+                "new_token_ratio admission, retract-decode instead of recompute of the newest request, "
+                "chunked_prefill_size) is not modelled",
+            )
+        )
+    dp = _int("data_parallel_size", pick("data_parallel_size", lim.data_parallel, src), 1)
+    lock = _bool("lockstep_data_parallel", pick("lockstep_data_parallel", lim.lockstep_data_parallel, src))
+    price = str(engine.get("step_price", "no_overlap"))
+    if price not in ("no_overlap", "overlap"):
+        raise LatencyKernelError(f"step_price must be no_overlap or overlap, got {price!r}")
+    if "step_price" not in engine:
+        notes.append(("step_price", "no_overlap", "the step model's one number (resources take turns)"))
+    skip = _bool("skip_ahead", engine.get("skip_ahead", True))
+    if not math.isfinite(accepted):
+        raise LatencyKernelError("acceptance must be finite")
+    cfg = EngineConfig(
+        max_num_seqs=mns,
+        max_num_batched_tokens=mnbt,
+        max_model_len=mml,
+        block_size=bs,
+        num_gpu_blocks=blocks,
+        usable_blocks=blocks - 1,
+        enable_prefix_caching=pc,
+        async_scheduling=asy,
+        enable_chunked_prefill=chunked,
+        long_prefill_token_threshold=thr,
+        scheduling_policy=policy,
+        num_speculative_tokens=k,
+        accepted_per_step=accepted,
+        lookahead=k,
+        engine=eng,
+        data_parallel_size=dp,
+        lockstep=lock and dp > 1,
+        gpus_per_replica=max(int(lim.gpus), 1),
+        decode_threshold=int(lim.decode_threshold),
+        overlap=price == "overlap",
+        skip_ahead=skip,
+    )
+    return cfg, notes

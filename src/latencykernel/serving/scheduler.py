@@ -1,0 +1,173 @@
+"""One engine core's scheduler, as vLLM v1 decides a step.
+
+Every rule follows ``vllm/v1/core/sched/scheduler.py`` (``Scheduler.schedule``) and
+``vllm/v1/core/kv_cache_manager.py`` (``KVCacheManager.allocate_slots``,
+``get_computed_blocks``) at the engine version the kernel prices (see
+``ENGINE_BEHAVIOUR_VERSION``); the site of each rule names the function it follows. The
+source read was the public vLLM tree as stored for this project (the pinned commit itself was
+not available; the rules below are the ones that version's scheduler shares with it).
+
+State lives in the ``Requests`` columns of the simulation (plain lists, indexed by request):
+``comp`` (vLLM's ``num_computed_tokens``), ``outs`` (output tokens including the ones a step
+in flight will sample: vLLM's output placeholders), ``blk`` (KV blocks the request holds
+itself; prefix-cache hits are shared and charged once per rank), ``hit`` (prompt tokens a
+prefix cache holds), ``ext`` (tokens whose KV arrived from another pool).
+
+A plan entry is ``(request, scheduled_tokens, computed_before, emitted_tokens, decoding)``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from latencykernel.serving.sim import Simulation
+
+__all__ = ["Rank", "schedule"]
+
+
+class Rank:
+    """One scheduler: an engine core of a replica, or one attention-DP rank."""
+
+    __slots__ = ("index", "running", "waiting", "free", "shared", "usable", "engine")
+
+    def __init__(self, index: int, usable_blocks: int, engine: int) -> None:
+        self.index = index
+        self.running: list[int] = []
+        self.waiting: deque[int] = deque()
+        self.free = usable_blocks  # blocks in the free pool
+        self.shared = 0  # prefix-cache blocks resident once for every request sharing them
+        self.usable = usable_blocks
+        self.engine = engine
+
+    def load_score(self) -> int:
+        """vLLM's DP load balancer score: waiting × 4 + running
+        (vllm/v1/engine/core_client.py, ``DPLBAsyncMPClient.get_core_engine_for_request``)."""
+        return len(self.waiting) * 4 + len(self.running)
+
+
+def schedule(sim: Simulation, rk: Rank) -> tuple[list[tuple[int, int, int, int, bool]], bool]:
+    """One step's plan for rank ``rk``, and whether it preempted. Mutates the request state as
+    vLLM does at schedule time (``_update_after_schedule`` advances ``num_computed_tokens``;
+    the tokens the step will sample count as placeholders)."""
+    cfg = sim.cfg[rk.engine]
+    prompt, target, comp, outs, blk = sim.prompt, sim.target, sim.comp, sim.outs, sim.blk
+    bs = cfg.block_size
+    k = cfg.num_speculative_tokens
+    la = cfg.lookahead
+    mml = sim.mml[rk.engine]
+    thr = cfg.long_prefill_token_threshold
+    budget = cfg.max_num_batched_tokens
+    plan: list[tuple[int, int, int, int, bool]] = []
+    running = rk.running
+    preempted = False
+
+    # --- running requests first (Scheduler.schedule, "First, schedule the RUNNING requests")
+    i = 0
+    while i < len(running) and budget > 0:
+        r = running[i]
+        o = outs[r]
+        if o >= target[r]:
+            # every output token is already scheduled (async scheduling's placeholders reach
+            # max_tokens): no further step is needed for it
+            i += 1
+            continue
+        c = comp[r]
+        ntok = prompt[r] + o
+        decoding = c == ntok - 1
+        # num_new_tokens = num_tokens_with_spec + placeholders - num_computed_tokens; draft
+        # tokens exist once the request decodes
+        new = ntok - c + (k if decoding else 0)
+        if 0 < thr < new:  # long_prefill_token_threshold caps a chunk
+            new = thr
+        if new > budget:
+            new = budget
+        if new > mml - 1 - c:  # the input position stays below max_model_len
+            new = mml - 1 - c
+        if new <= 0:
+            i += 1
+            continue
+        # KVCacheManager.allocate_slots: blocks for min(computed + new + lookahead,
+        # max_model_len) tokens, less the ones held; refused when the free pool is short
+        need_tokens = c + new + la
+        if need_tokens > mml:
+            need_tokens = mml
+        need = -(-need_tokens // bs) - blk[r]
+        scheduled = True
+        while need > rk.free:
+            # preempt the lowest-priority request: under FCFS the last of the running list,
+            # i.e. the newest admitted (Scheduler.schedule, ``self.running.pop()``), by
+            # recompute (Scheduler._preempt_request frees its blocks, num_computed_tokens = 0)
+            victim = running.pop()
+            sim.preempt(rk, victim)
+            preempted = True
+            if victim == r:
+                scheduled = False
+                break
+        if not scheduled:
+            break
+        if need > 0:
+            blk[r] += need
+            rk.free -= need
+        if decoding:
+            acc = sim.accept(r) if k else 0
+            e = 1 + acc
+            left = target[r] - o
+            if e > left:
+                e = left
+            comp[r] = c + 1 + acc  # rejected drafts are rolled back (update_from_output)
+        else:
+            comp[r] = c + new
+            e = 1 if c + new == ntok else 0  # the last prompt chunk samples a token
+        outs[r] = o + e
+        plan.append((r, new, c, e, decoding))
+        budget -= new
+        i += 1
+
+    # --- then waiting requests, only when nothing was preempted this step
+    if not preempted:
+        waiting = rk.waiting
+        pc = cfg.enable_prefix_caching
+        chunked = cfg.enable_chunked_prefill
+        mns = cfg.max_num_seqs
+        while waiting and budget > 0:
+            if len(running) == mns:  # max_num_seqs
+                break
+            r = waiting[0]
+            o = outs[r]
+            ntok = prompt[r] + o
+            # KVCacheManager.get_computed_blocks: whole cached blocks, at most num_tokens - 1
+            # (the last token is recomputed for its logits)
+            hit = 0
+            if pc and sim.hit[r]:
+                hit = min(sim.hit[r], ntok - 1) // bs * bs
+            c = sim.ext[r] if sim.ext[r] > hit else hit
+            new = ntok - c
+            if 0 < thr < new:
+                new = thr
+            if not chunked and new > budget:
+                break
+            if new > budget:
+                new = budget
+            hb = hit // bs
+            need_tokens = c + new  # no lookahead for a request not yet computed
+            if need_tokens > mml:
+                need_tokens = mml
+            need = -(-need_tokens // bs) - hb
+            extra_shared = hb - rk.shared if hb > rk.shared else 0
+            if need + extra_shared > rk.free:  # allocate_slots returns None: stop admitting
+                break
+            waiting.popleft()
+            running.append(r)
+            rk.free -= need + extra_shared
+            rk.shared += extra_shared
+            blk[r] = need
+            comp[r] = c + new
+            e = 1 if c + new == ntok else 0
+            outs[r] = o + e
+            if sim.first_sched[r] < 0:
+                sim.first_sched[r] = sim.now
+            plan.append((r, new, c, e, False))
+            budget -= new
+    return plan, preempted

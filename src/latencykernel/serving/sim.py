@@ -1,0 +1,677 @@
+"""The discrete-event loop: clients, router, engines stepping, and the skip-ahead over runs of
+identical decode steps.
+
+Time is one clock in seconds. Events are request arrivals (after the frontend's admission
+overhead) and engine step ends. An engine is one replica, or a group of attention-DP ranks
+that step together (a step lasts as long as its slowest rank). Each rank runs the scheduler
+of ``scheduler.py``.
+
+Host overheads, from the step model (values of the BLIS cost model):
+
+- per step: inside the step price (the model's host resource);
+- per admitted request: ``admission_overhead(prompt)`` between the client's send and the
+  request reaching the engine's waiting queue (frontend work, concurrent with steps);
+- per output token: ``output_token_overhead()`` added to every client-observed gap per token
+  emitted, as the BLIS simulator charges it (its ITL entry is the step advance plus tokens ×
+  OutputTokenProcessingTime); the engine clock does not wait for it;
+- completion: ``completion_overhead()`` between the last token and the end of the request as
+  the client sees it (its E2EL, and in closed loop when its slot frees).
+
+Skip-ahead: when every rank of an engine schedules exactly its running requests, each as a
+decode, with nothing admissible waiting, the following steps differ only in their contexts
+until the first of: a request's last token, a KV block the pool cannot give (the step that
+would preempt), and the first step whose scheduling decision comes at or after the next event
+any other part of the simulation may cause (an arrival, another engine's step end). Such a
+run is priced in one vectorised ``step_times`` call and committed at once; its results equal
+the step-by-step loop's exactly (tested).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from latencykernel.batch import Batch
+from latencykernel.errors import LatencyKernelError
+from latencykernel.serving.config import EngineConfig
+from latencykernel.serving.scheduler import Rank, schedule
+from latencykernel.serving.workload import Requests
+from latencykernel.step_model import StepModel
+
+__all__ = ["Simulation", "Pool"]
+
+INF = math.inf
+Plan = list[tuple[int, int, int, int, bool]]
+
+
+class Pool:
+    """Engines of one role sharing a step model: ``engines`` lists, per engine, its ranks."""
+
+    def __init__(self, name: str, model: StepModel, cfg: EngineConfig, engines: int, ranks_per_engine: int) -> None:
+        self.name = name
+        self.model = model
+        self.cfg = cfg
+        self.engines = engines
+        self.ranks_per_engine = ranks_per_engine
+
+
+class _Engine:
+    __slots__ = ("index", "pool", "ranks", "t", "pending", "busy_s", "model", "cfg", "price_over")
+
+    def __init__(self, index: int, pool: int, ranks: list[Rank], model: StepModel, cfg: EngineConfig) -> None:
+        self.index = index
+        self.pool = pool
+        self.ranks = ranks
+        self.t = INF  # when it next launches a step (INF: idle)
+        self.pending: list[Plan] | None = None  # async scheduling: the plan decided for the next step
+        self.busy_s = 0.0
+        self.model = model
+        self.cfg = cfg
+
+
+class Simulation:
+    """One run. Build, then ``run()``; read the columns and accumulators after."""
+
+    def __init__(
+        self,
+        pools: list[Pool],
+        reqs: Requests,
+        *,
+        admission_s: Callable[[int], float],
+        output_token_s: float,
+        completion_s: float,
+        transfer_s: Callable[[int], float] | None = None,
+        phase: np.ndarray | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> None:
+        self.pools = pools
+        n = len(reqs)
+        self.n = n
+        self.prompt: list[int] = reqs.prompt.tolist()
+        self.osl: list[int] = reqs.output.tolist()
+        self.hit: list[int] = reqs.cached.tolist()
+        self.send_at: list[float] = reqs.arrival_s.tolist()
+        self.max_in_flight = reqs.max_in_flight
+        self.disagg = len(pools) == 2
+        # per stage target: on a prefill pool a request samples one token (max_tokens=1)
+        self.target: list[int] = [1] * n if self.disagg else list(self.osl)
+        self.comp = [0] * n
+        self.outs = [0] * n
+        self.oute = [0] * n  # output tokens the client has seen
+        self.blk = [0] * n
+        self.ext = [0] * n
+        self.nspec = [0] * n
+        self.stage = [0] * n
+        self.first_sched = [-1.0] * n
+        self.sent = [0.0] * n
+        self.first_client = [0.0] * n
+        self.done_client = [0.0] * n
+        self.last_emit = [0.0] * n
+        self.preempted = [0] * n
+        self.phase = phase if phase is not None else np.zeros(n)
+        self.admission_s = admission_s
+        self.otpt = output_token_s
+        self.completion_s = completion_s
+        self.transfer_s = transfer_s
+        self.progress = progress
+        # engines and ranks
+        self.engines: list[_Engine] = []
+        self.cfg: list[EngineConfig] = []  # per engine
+        self.mml: list[int] = []
+        self.pool_engines: list[list[_Engine]] = []
+        rank_id = 0
+        for pi, pool in enumerate(pools):
+            group = []
+            for _ in range(pool.engines):
+                ei = len(self.engines)
+                ranks = []
+                for _ in range(pool.ranks_per_engine):
+                    ranks.append(Rank(rank_id, pool.cfg.usable_blocks, ei))
+                    rank_id += 1
+                eng = _Engine(ei, pi, ranks, pool.model, pool.cfg)
+                self.engines.append(eng)
+                self.cfg.append(pool.cfg)
+                self.mml.append(pool.cfg.max_model_len if pool.cfg.max_model_len > 0 else 2**62)
+                group.append(eng)
+            self.pool_engines.append(group)
+        self.rank_of = [0] * n
+        self.now = 0.0
+        # accumulators
+        self.itl_vals: list[Any] = []
+        self.itl_wts: list[Any] = []
+        self.kv_t: list[Any] = []
+        self.kv_u: list[Any] = []
+        self.bottleneck: dict[str, float] = {}
+        self.steps = 0
+        self.preemptions = 0
+        self.completed = 0
+        self.in_flight = 0
+        self.max_in_flight_seen = 0
+        self.arrivals: list[tuple[float, int, int]] = []  # (ready time, seq, request)
+        self.frees: list[float] = []  # client-side completion times not yet processed
+        self._seq = 0
+        self.next_to_send = 0
+        self.last_token_t = 0.0
+        self.backlog_at: list[tuple[float, int]] = []
+
+    # ------------------------------------------------------------------ clients
+    def _send(self, r: int, t: float) -> None:
+        self.sent[r] = t
+        self.in_flight += 1
+        if self.in_flight > self.max_in_flight_seen:
+            self.max_in_flight_seen = self.in_flight
+        self._push(t + self.admission_s(self.prompt[r]), r)
+
+    def _push(self, ready: float, r: int) -> None:
+        heapq.heappush(self.arrivals, (ready, self._seq, r))
+        self._seq += 1
+
+    def _client(self, t: float) -> None:
+        """At ``t``: completions the client has seen free their slots, then it sends every
+        request due by ``t`` that has a slot (at ``t``, or at its own send time if later)."""
+        frees = self.frees
+        while frees and frees[0] <= t:
+            heapq.heappop(frees)
+            self.in_flight -= 1
+        cap = self.max_in_flight
+        while self.next_to_send < self.n:
+            r = self.next_to_send
+            if cap and self.in_flight >= cap:
+                return
+            at = self.send_at[r]
+            if at > t:
+                return
+            self._send(r, at if at > t else t)
+            self.next_to_send += 1
+
+    def _next_client_time(self) -> float:
+        t = self.frees[0] if self.frees else INF
+        if self.next_to_send < self.n and not (self.max_in_flight and self.in_flight >= self.max_in_flight):
+            at = self.send_at[self.next_to_send]
+            if at < t:
+                t = at
+        return t
+
+    # ------------------------------------------------------------------ routing
+    def _route(self, r: int, t: float) -> None:
+        pool = self.stage[r] if self.disagg else 0
+        best = None
+        best_score = 1 << 62
+        for eng in self.pool_engines[pool]:
+            for rk in eng.ranks:
+                s = rk.load_score()
+                if s < best_score:  # strict: the lowest index wins a tie
+                    best, best_score = rk, s
+        assert best is not None
+        best.waiting.append(r)
+        self.rank_of[r] = best.index
+        eng = self.engines[best.engine]
+        if eng.t == INF:
+            eng.t = t
+
+    # ------------------------------------------------------------------ scheduler hooks
+    def preempt(self, rk: Rank, v: int) -> None:
+        rk.free += self.blk[v]
+        self.blk[v] = 0
+        self.comp[v] = 0
+        self.ext[v] = 0  # a transferred KV is lost with its blocks: recompute everything
+        rk.waiting.appendleft(v)
+        self.preempted[v] += 1
+        self.preemptions += 1
+
+    def accept(self, r: int) -> int:
+        """Drafts accepted this decode step: the fractional carry floor((n+1)α + φ) − floor(nα + φ)."""
+        a = self.engines[0].cfg.accepted_per_step if not self.disagg else self.cfg[-1].accepted_per_step
+        n = self.nspec[r]
+        ph = float(self.phase[r])
+        self.nspec[r] = n + 1
+        return math.floor((n + 1) * a + ph) - math.floor(n * a + ph)
+
+    # ------------------------------------------------------------------ main loop
+    def run(self) -> None:
+        self._client(0.0)
+        engines = self.engines
+        total = self.n
+        tick = max(total // 100, 1)
+        while self.completed < total:
+            ts = self._next_client_time()
+            ta = self.arrivals[0][0] if self.arrivals else INF
+            te = INF
+            eng = None
+            for e in engines:
+                if e.t < te:
+                    te, eng = e.t, e
+            if ts <= ta and ts <= te and ts < INF:
+                self._client(ts)
+                continue
+            if ta <= te and ta < INF:
+                ready, _, r = heapq.heappop(self.arrivals)
+                self._route(r, ready)
+                continue
+            if eng is None:
+                raise LatencyKernelError(
+                    "the simulation stalled: requests wait that no engine can schedule (internal error; please report)"
+                )
+            bound = min(ta, ts)
+            for e in engines:
+                if e is not eng and e.t < bound:
+                    bound = e.t
+            before = self.completed
+            self._act(eng, bound)
+            if self.progress is not None and self.completed // tick != before // tick:
+                self.progress(self.completed, total)
+
+    def _act(self, eng: _Engine, bound: float) -> None:
+        """Engine ``eng`` launches its next step (or run of steps) at ``eng.t``."""
+        t = eng.t
+        self.now = t
+        cfg = eng.cfg
+        asy = cfg.async_scheduling
+        if eng.pending is not None:
+            plans = eng.pending
+            eng.pending = None
+            pre = False
+        else:
+            plans, pre = self._decide(eng)
+        if not any(plans):
+            eng.t = INF
+            return
+        if cfg.skip_ahead and not pre and self._uniform(eng, plans):
+            if self._run(eng, plans, t, bound):
+                return
+        d, bott = self._price(eng, plans)
+        t_end = t + d
+        if asy:
+            nxt, _ = self._decide(eng)
+            eng.pending = nxt if any(nxt) else None
+        self._account(eng, d, bott)
+        for rk, plan in zip(eng.ranks, plans):
+            self._outputs(rk, plan, t_end)
+        self._kv_sample(eng, t_end)
+        eng.t = t_end
+
+    def _decide(self, eng: _Engine) -> tuple[list[Plan], bool]:
+        plans = []
+        pre = False
+        for rk in eng.ranks:
+            p, q = schedule(self, rk)
+            plans.append(p)
+            pre = pre or q
+        return plans, pre
+
+    def _price(self, eng: _Engine, plans: list[Plan]) -> tuple[float, str]:
+        dt = eng.cfg.decode_threshold
+        best = -1.0
+        bott = "host"
+        for plan in plans:
+            if not plan and len(plans) > 1:
+                # an idle attention-DP rank runs a dummy batch alongside the others; taken as
+                # an empty step (host time only), never longer than a busy rank's
+                b = Batch.from_columns([], [], decode_threshold=dt)
+            else:
+                b = Batch.from_columns([p[1] for p in plan], [p[2] for p in plan], decode_threshold=dt)
+            e = eng.model.step_time(b)
+            self.steps += 1
+            d = e.overlap if eng.cfg.overlap else e.no_overlap
+            if d > best:
+                best, bott = d, str(e.bottleneck)
+        return best, bott
+
+    def _account(self, eng: _Engine, d: float, bott: str) -> None:
+        eng.busy_s += d
+        self.bottleneck[bott] = self.bottleneck.get(bott, 0.0) + d
+
+    def _kv_sample(self, eng: _Engine, t: float) -> None:
+        """KV-cache use of ``eng``'s ranks at the end of a step, once its outputs are
+        processed (under async scheduling the next step's blocks are already allocated)."""
+        used = sum(rk.usable - rk.free for rk in eng.ranks)
+        tot = sum(rk.usable for rk in eng.ranks)
+        self.kv_t.append(t)
+        self.kv_u.append(used / tot)
+
+    def _outputs(self, rk: Rank, plan: Plan, t: float) -> None:
+        """The client-visible effect of a finished step (vLLM's update_from_output)."""
+        otpt = self.otpt
+        for r, _n, _c, e, _dec in plan:
+            if e == 0:
+                continue
+            if self.disagg and self.stage[r] == 0:
+                self.oute[r] += e
+                if self.oute[r] >= 1:  # the prefill pool's one token: move the KV to decode
+                    self._finish_prefill(rk, r, t)
+                continue
+            o = self.oute[r] + e
+            self.oute[r] = o
+            if o == e:  # first chunk
+                self.first_client[r] = t + o * otpt
+            else:
+                self.itl_vals.append((t - self.last_emit[r]) + e * otpt)
+                self.itl_wts.append(1)
+            self.last_emit[r] = t
+            if o >= self.target[r]:
+                self._finish(rk, r, t)
+
+    def _release(self, rk: Rank, r: int) -> None:
+        rk.running.remove(r)
+        rk.free += self.blk[r]
+        self.blk[r] = 0
+
+    def _finish(self, rk: Rank, r: int, t: float) -> None:
+        self._release(rk, r)
+        done = t + self.osl[r] * self.otpt + self.completion_s
+        self.done_client[r] = done
+        if t > self.last_token_t:
+            self.last_token_t = t
+        self.completed += 1
+        heapq.heappush(self.frees, done)
+
+    def _finish_prefill(self, rk: Rank, r: int, t: float) -> None:
+        self._release(rk, r)
+        self.stage[r] = 1
+        self.target[r] = self.osl[r]
+        self.comp[r] = 0
+        self.outs[r] = 0
+        self.oute[r] = 0
+        self.nspec[r] = 0
+        self.ext[r] = self.prompt[r] - 1  # the decode pool loads the KV and computes the last token
+        ts = self.transfer_s(self.prompt[r]) if self.transfer_s is not None else 0.0
+        self._push(t + ts, r)
+
+    # ------------------------------------------------------------------ skip-ahead
+    def _waiting_blocked(self, rk: Rank, scheduled: int) -> bool:
+        """Whether the head of ``rk``'s waiting queue cannot be admitted beside ``scheduled``
+        decode tokens, by the checks of ``schedule``'s waiting loop (max_num_seqs, token
+        budget, the block check with the free pool as it now stands). Each stays failed while
+        a run lasts: running requests stay, the budget stays, the free pool only shrinks."""
+        if not rk.waiting:
+            return True
+        cfg = self.cfg[rk.engine]
+        if len(rk.running) >= cfg.max_num_seqs:
+            return True
+        budget = cfg.max_num_batched_tokens - scheduled
+        if budget <= 0:
+            return True
+        r = rk.waiting[0]
+        bs = cfg.block_size
+        ntok = self.prompt[r] + self.outs[r]
+        hit = 0
+        if cfg.enable_prefix_caching and self.hit[r]:
+            hit = min(self.hit[r], ntok - 1) // bs * bs
+        c = self.ext[r] if self.ext[r] > hit else hit
+        new = ntok - c
+        thr = cfg.long_prefill_token_threshold
+        if 0 < thr < new:
+            new = thr
+        if not cfg.enable_chunked_prefill and new > budget:
+            return True
+        if new > budget:
+            new = budget
+        hb = hit // bs
+        need = -(-min(c + new, self.mml[rk.engine]) // bs) - hb
+        extra_shared = hb - rk.shared if hb > rk.shared else 0
+        return need + extra_shared > rk.free
+
+    def _uniform(self, eng: _Engine, plans: list[Plan]) -> bool:
+        """Every rank schedules exactly its running requests, each as a decode of 1 + k
+        tokens (and the first chunk of a non-empty plan is not a stage change)."""
+        anyp = False
+        w = 1 + eng.cfg.num_speculative_tokens
+        for rk, plan in zip(eng.ranks, plans):
+            if len(plan) != len(rk.running):
+                return False
+            for p in plan:
+                if not p[4] or p[1] != w:
+                    return False
+            if self.disagg and plan and self.stage[plan[0][0]] == 0:
+                return False
+            anyp = anyp or bool(plan)
+        return anyp
+
+    def _run(self, eng: _Engine, plans: list[Plan], t0: float, bound: float) -> bool:
+        """Commit a run of decode steps starting with ``plans`` (already decided) at ``t0``.
+        Returns False when the run is one step long (the caller takes the ordinary path)."""
+        cfg = eng.cfg
+        k = cfg.num_speculative_tokens
+        bs = cfg.block_size
+        la = cfg.lookahead
+        mml = self.mml[eng.index]
+        a = cfg.accepted_per_step
+        asy = cfg.async_scheduling
+        ranks = eng.ranks
+        # the longest run possible: until the first request's last token
+        per: list[dict[str, Any]] = []
+        m = 1 << 30
+        for plan in plans:
+            if not plan:
+                per.append({})
+                continue
+            rid = np.fromiter((p[0] for p in plan), dtype=np.int64, count=len(plan))
+            c0 = np.fromiter((p[2] for p in plan), dtype=np.int64, count=len(plan))
+            e0 = np.fromiter((p[3] for p in plan), dtype=np.int64, count=len(plan))
+            tgt = np.array([self.target[r] for r in rid], dtype=np.int64)
+            o0 = np.array([self.outs[r] for r in rid], dtype=np.int64)  # after step 0's placeholder
+            left = tgt - o0  # tokens still to schedule after step 0
+            if k == 0:
+                f = left  # one token a step: the last token comes at step `left`
+            else:
+                f = self._spec_finish(rid, left, a)
+            m = min(m, int(f.min()) + 1)
+            per.append({"rid": rid, "c0": c0, "e0": e0, "o0": o0, "left": left, "tgt": tgt})
+        if m <= 1:
+            return False
+        # a cap so a single call stays a bounded size
+        m = min(m, 4096)
+        # per rank, the run's columns over steps 0..m-1
+        blocks_ok = m
+        for rk, d in zip(ranks, per):
+            if not d:
+                continue
+            rid, c0 = d["rid"], d["c0"]
+            nreq = len(rid)
+            if k == 0:
+                adv = np.ones((nreq, m), dtype=np.int64)
+                emit = np.ones((nreq, m), dtype=np.int64)
+                emit[:, 0] = d["e0"]
+            else:
+                adv, emit = self._spec_columns(rid, d["e0"], d["left"], m, a)
+            cb = np.empty((nreq, m), dtype=np.int64)
+            cb[:, 0] = c0
+            if m > 1:
+                np.cumsum(adv[:, :-1], axis=1, out=cb[:, 1:])
+                cb[:, 1:] += c0[:, None]
+            need_tok = np.minimum(cb + (1 + k) + la, mml)
+            blocks = -(-need_tok // bs)  # blocks step j needs
+            held = np.array([self.blk[r] for r in rid.tolist()], dtype=np.int64)  # after step 0
+            extra = np.maximum(blocks - held[:, None], 0).sum(axis=0)  # new blocks by step j
+            over = np.nonzero(extra > rk.free)[0]
+            if len(over):
+                blocks_ok = min(blocks_ok, int(over[0]))
+            # a step whose input position would reach max_model_len is capped differently
+            near = np.nonzero((cb + 1 + k > mml - 1).any(axis=0))[0]
+            if len(near):
+                blocks_ok = min(blocks_ok, int(near[0]))
+            if not self._waiting_blocked(rk, nreq * (1 + k)):
+                return False
+            d.update(adv=adv, emit=emit, cb=cb, blocks=blocks, extra=extra)
+        m = min(m, blocks_ok)
+        if m <= 1:
+            return False
+        # price steps 0..m-1 of every rank; the engine's step is its slowest rank's
+        dur = None
+        bott = None
+        for d in per:
+            if not d:
+                continue
+            nreq = len(d["rid"])
+            step = np.repeat(np.arange(m, dtype=np.int64), nreq)
+            sched = np.full(nreq * m, 1 + k, dtype=np.int64)
+            comp = d["cb"][:, :m].T.reshape(-1)
+            st = eng.model.step_times(step, sched, comp, decode_threshold=cfg.decode_threshold)
+            dd = np.asarray(st.overlap if cfg.overlap else st.no_overlap, dtype=np.float64)
+            bb = np.asarray(st.bottleneck)
+            if dur is None:
+                dur, bott = dd.copy(), bb.copy()
+            else:
+                assert bott is not None
+                longer = dd > dur
+                dur[longer] = dd[longer]
+                bott[longer] = bb[longer]
+        if len(ranks) > 1 and any(not d for d in per):
+            # idle ranks run empty steps beside the busy ones
+            empty = eng.model.step_time(Batch.from_columns([], [], decode_threshold=cfg.decode_threshold))
+            ev = empty.overlap if cfg.overlap else empty.no_overlap
+            assert dur is not None and bott is not None
+            longer = ev > dur
+            dur[longer] = ev
+            bott[longer] = empty.bottleneck
+        assert dur is not None and bott is not None
+        # times: t[j] = start of step j (t[m] = end of the last), summed in loop order
+        times = np.cumsum(np.concatenate(([t0], dur)))
+        # the scheduling decision of step j comes at t[j] (sync) or t[j-1] (async): stop
+        # before the first decision at or after the bound
+        dec = times[1:m] if not asy else times[0 : m - 1]
+        late = np.nonzero(dec >= bound)[0]
+        if len(late):
+            m = 1 + int(late[0])
+        if m <= 1:
+            return False
+        commit = m if not asy else m - 1  # async: the last decided step stays pending
+        if commit < 1:
+            return False
+        self._commit(eng, plans, per, m, commit, times, dur, bott)
+        return True
+
+    def _spec_finish(self, rid: np.ndarray, left: np.ndarray, a: float) -> np.ndarray:
+        """Steps after step 0 until each request's last token, under the acceptance carry."""
+        out = np.empty(len(rid), dtype=np.int64)
+        for i, r in enumerate(rid.tolist()):
+            n0 = self.nspec[r]
+            ph = float(self.phase[r])
+            lft = int(left[i])
+            j = 0
+            got = 0
+            while got < lft:
+                n = n0 + j
+                got += 1 + math.floor((n + 1) * a + ph) - math.floor(n * a + ph)
+                j += 1
+            out[i] = j
+        return out
+
+    def _spec_columns(
+        self, rid: np.ndarray, e0: np.ndarray, left: np.ndarray, m: int, a: float
+    ) -> tuple[np.ndarray, np.ndarray]:
+        nreq = len(rid)
+        adv = np.empty((nreq, m), dtype=np.int64)
+        emit = np.empty((nreq, m), dtype=np.int64)
+        for i, r in enumerate(rid.tolist()):
+            # step 0 already drew its acceptance: nspec counts it
+            n0 = self.nspec[r] - 1
+            ph = float(self.phase[r])
+            lft = int(left[i])
+            acc0 = int(e0[i]) - 1
+            adv[i, 0] = 1 + math.floor((n0 + 1) * a + ph) - math.floor(n0 * a + ph)
+            emit[i, 0] = e0[i]
+            del acc0
+            for j in range(1, m):
+                n = n0 + j
+                acc = math.floor((n + 1) * a + ph) - math.floor(n * a + ph)
+                adv[i, j] = 1 + acc
+                e = 1 + acc
+                if e > lft:
+                    e = max(lft, 0)
+                emit[i, j] = e
+                lft -= e
+        return adv, emit
+
+    def _commit(
+        self,
+        eng: _Engine,
+        plans: list[Plan],
+        per: list[dict[str, Any]],
+        m: int,
+        commit: int,
+        times: np.ndarray,
+        dur: np.ndarray,
+        bott: np.ndarray,
+    ) -> None:
+        """Apply decisions for steps 0..m-1 and the outputs of steps 0..commit-1."""
+        k = eng.cfg.num_speculative_tokens
+        otpt = self.otpt
+        last = m - 1  # the last decided step
+        pending: list[Plan] = []
+        # bookkeeping for every committed step (a rank's step each)
+        self.steps += commit * len(eng.ranks)
+        for j in range(commit):
+            eng.busy_s += float(dur[j])
+            b = str(bott[j])
+            self.bottleneck[b] = self.bottleneck.get(b, 0.0) + float(dur[j])
+        tot = sum(rk.usable for rk in eng.ranks)
+        used0 = sum(rk.usable - rk.free for rk in eng.ranks)
+        extra_all = np.zeros(m, dtype=np.int64)
+        for d in per:
+            if d:
+                extra_all += d["extra"][:m]
+        # KV samples at the ends of steps 0..commit-2 (the last one is taken from the state
+        # after its outputs, below): decided through step j (sync) or j + 1 (async)
+        shift = 1 if eng.cfg.async_scheduling else 0
+        self.kv_t.extend(times[1:commit].tolist())
+        self.kv_u.extend(((used0 + extra_all[shift : commit - 1 + shift]) / tot).tolist())
+        for rk, plan, d in zip(eng.ranks, plans, per):
+            if not d:
+                pending.append([])
+                continue
+            rid = d["rid"]
+            emit = d["emit"]
+            cb = d["cb"]
+            adv = d["adv"]
+            blocks = d["blocks"]
+            # decisions through step `last` (blocks are only ever added: a request keeps what
+            # it holds when rolled-back drafts leave it more than the formula)
+            held = np.array([self.blk[r] for r in rid.tolist()], dtype=np.int64)
+            comp_new = cb[:, last] + adv[:, last]
+            outs_new = d["o0"] + emit[:, 1 : last + 1].sum(axis=1)
+            blk_new = np.maximum(blocks[:, last], held)
+            rk.free -= int(d["extra"][last])
+            if k:
+                for r in rid.tolist():
+                    self.nspec[r] += last
+            for i, r in enumerate(rid.tolist()):
+                self.comp[r] = int(comp_new[i])
+                self.outs[r] = int(outs_new[i])
+                self.blk[r] = int(blk_new[i])
+            # outputs of step 0 through the ordinary path
+            self._outputs(rk, plan, float(times[1]))
+            # outputs of steps 1..commit-2 at once, then step commit-1 through the ordinary path
+            mid_end = commit - 1
+            if mid_end > 1:
+                gaps = np.diff(times[1 : mid_end + 1])  # step j's end minus step j-1's end, j = 1..mid_end-1
+                em = emit[:, 1:mid_end]
+                if k == 0:
+                    self.itl_vals.append(gaps + otpt)
+                    self.itl_wts.append(np.full(len(gaps), len(rid), dtype=np.int64))
+                else:
+                    self.itl_vals.append((gaps[None, :] + em * otpt).reshape(-1))
+                    self.itl_wts.append(np.ones(em.size, dtype=np.int64))
+                tl = float(times[mid_end])
+                oute = self.oute
+                le = self.last_emit
+                for r, s in zip(rid.tolist(), em.sum(axis=1).tolist()):
+                    oute[r] += s
+                    le[r] = tl
+            if commit >= 2:
+                j = commit - 1
+                step_plan = [(int(r), 1 + k, int(cb[i, j]), int(emit[i, j]), True) for i, r in enumerate(rid.tolist())]
+                self._outputs(rk, step_plan, float(times[j + 1]))
+            if commit < m:
+                pending.append(
+                    [(int(r), 1 + k, int(cb[i, last]), int(emit[i, last]), True) for i, r in enumerate(rid.tolist())]
+                )
+        eng.t = float(times[commit])
+        self.now = eng.t
+        self._kv_sample(eng, eng.t)
+        if commit < m:
+            eng.pending = pending
