@@ -54,9 +54,13 @@ ALLOWED = {
         "scenarios",
         "serving",
         "search",
+        "validation",
     },
     # search builds deployments in memory (documents, inputs, kernel) and simulates them (serving)
     "search": {"errors", "batch", "step_model", "documents", "inputs", "repos", "kernel", "resolve", "serving"},
+    # validation opens step models (kernel), reads the StepModel contract, and uses the
+    # serving simulation when it is importable
+    "validation": {"errors", "batch", "step_model", "kernel", "inputs", "repos", "serving"},
 }
 IMPORT = re.compile(r"^\s*(?:from|import)\s+latencykernel\.([a-z_]+)", re.M)
 

@@ -1,0 +1,184 @@
+"""Score TTFT and TPOT against the shared InferenceX sweeps (and the report points of
+scoreable.json), on a fit half, an evaluation half and all points.
+
+    python bench/score_inferencex.py [--reference DIR] [--write-native OUT.json] [--json OUT.json] [--points]
+
+The measurements are third-party data, not shipped: the script reads them from
+../shared/reference/blis-latency-kernel/testdata/ beside this repository, turns them into
+validate's native format (one point per sweep x concurrency: the sweep's embedded twin
+scenario aisimulate/<file>, ISL/OSL from the label 1k1k / 1k8k / 8k1k, the dump's mean TPOT
+and mean TTFT), prices them with the validation predictor and prints the tables.
+
+Split rule (fixed, deterministic): a sweep belongs to the FIT half when the first byte of
+sha256(sweep id) is even, else to the EVALUATION half; the sweep id is
+"<scenario file stem>/<label>" (e.g. "llama-3.1-70b-instruct-h200-fp8-vllm-tp8/8k1k").
+Report points are grouped by scenario+series and split the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from latencykernel.validation import Deployment, Point, Stat, validate
+from latencykernel.validation.points import METRICS, STATS
+from latencykernel.validation.readers import NATIVE_FORMAT
+from latencykernel.validation.tables import headline, point_table, summary_table
+
+REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "blis-latency-kernel" / "testdata"
+WORKLOADS = {"1k1k": (1024, 1024), "1k8k": (1024, 8192), "8k1k": (8192, 1024)}
+
+
+def half(sweep: str) -> str:
+    """'fit' or 'eval' by the stated split rule."""
+    return "fit" if hashlib.sha256(sweep.encode()).digest()[0] % 2 == 0 else "eval"
+
+
+def model_of(stem: str) -> str:
+    for chip in ("-b200-", "-b300-", "-h100-", "-h200-"):
+        if chip in stem:
+            return stem.split(chip)[0]
+    return stem
+
+
+def inferencex_points(path: Path) -> list[Point]:
+    data = json.loads(path.read_text())
+    out = []
+    for a in data["anchors"]:
+        stem = a["scenario"].removesuffix(".yaml")
+        isl, osl = WORKLOADS[a["label"]]
+        sweep = f"{stem}/{a['label']}"
+        dep = Deployment(scenario="aisimulate/" + a["scenario"])
+        for c, tpot_us in a["absolute_tpot_us"].items():
+            ttft_us = a["absolute_ttft_us"].get(c)
+            out.append(
+                Point(
+                    sweep=sweep,
+                    deployment=dep,
+                    isl=isl,
+                    osl=osl,
+                    concurrency=int(c),
+                    tpot=Stat(mean=float(tpot_us) * 1e-6),
+                    ttft=Stat(mean=float(ttft_us) * 1e-6) if ttft_us else Stat(),
+                    engine=a["framework"],
+                    chip=a["gpu"],
+                    model=model_of(stem),
+                    source=f"InferenceX {data.get('release_tag', '')} via inferencex_absolutes.json",
+                )
+            )
+    return out
+
+
+def report_points(path: Path, testdata: Path) -> list[Point]:
+    """scoreable.json points with stated ISL/OSL and concurrency (ITL read as TPOT: the
+    reports' ITL is a per-request mean over a fixed-concurrency run)."""
+    out = []
+    for r in json.loads(path.read_text()):
+        if r.get("isl") is None or r.get("osl") is None:
+            continue
+        stem = r["scenario"].removesuffix(".yaml")
+        out.append(
+            Point(
+                sweep=f"{stem}/{r['series']}",
+                deployment=Deployment(scenario=str(testdata / r["scenario"])),
+                isl=float(r["isl"]),
+                osl=float(r["osl"]),
+                concurrency=int(r["concurrency"]),
+                tpot=Stat(mean=float(r["itl_ms"]) * 1e-3),
+                ttft=Stat(mean=float(r["ttft_ms"]) * 1e-3) if r.get("ttft_ms") else Stat(),
+                engine="vllm",
+                source=f"report {r['report']}",
+            )
+        )
+    return out
+
+
+def native(points: list[Point]) -> dict[str, Any]:
+    rows = []
+    for p in points:
+        row: dict[str, Any] = {
+            "sweep": p.sweep,
+            "scenario": p.deployment.scenario,
+            "engine": p.engine,
+            "chip": p.chip,
+            "model": p.model,
+            "isl": p.isl,
+            "osl": p.osl,
+            "concurrency": p.concurrency,
+            "split": half(p.sweep),
+        }
+        for m in METRICS:
+            for st in STATS:
+                v = getattr(p, m).get(st)
+                if v is not None:
+                    row[f"{m}_{st}_ms"] = v * 1e3
+        rows.append(row)
+    return {"format": NATIVE_FORMAT, "points": rows}
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reference", type=Path, default=REFERENCE, help="testdata directory of the reference copy")
+    ap.add_argument("--write-native", type=Path, help="also write the points in validate's native JSON format")
+    ap.add_argument("--json", type=Path, help="write the scored points and summaries as JSON")
+    ap.add_argument("--points", action="store_true", help="print every point")
+    ap.add_argument("--groups", default="chip,engine,model,band", help="summary groupings")
+    args = ap.parse_args(argv)
+    meas = args.reference / "measurements"
+    pts = inferencex_points(meas / "inferencex_absolutes.json")
+    reports = report_points(meas / "scoreable.json", args.reference)
+    if args.write_native:
+        args.write_native.write_text(json.dumps(native(pts + reports), indent=1) + "\n")
+    rep = validate(points=pts + reports)
+    by = tuple(g for g in args.groups.split(",") if g)
+    ix = [s for s in rep.scored if s.point.source.startswith("InferenceX")]
+    rp = [s for s in rep.scored if not s.point.source.startswith("InferenceX")]
+    print(f"method: {rep.method}")
+    print(
+        f"split: sha256(sweep id)[0] even -> fit; {len({s.point.sweep for s in ix})} InferenceX sweeps, "
+        f"{len({s.point.sweep for s in ix if half(s.point.sweep) == 'fit'})} fit"
+    )
+    unpriced = [s for s in ix if s.prediction is None]
+    print(
+        f"InferenceX points {len(ix)}, priced {len(ix) - len(unpriced)}, "
+        f"sweeps not priced {len({s.point.sweep for s in unpriced})}"
+    )
+    for name, sel in (
+        ("fit", [s for s in ix if half(s.point.sweep) == "fit"]),
+        ("eval", [s for s in ix if half(s.point.sweep) == "eval"]),
+        ("all", ix),
+    ):
+        print(
+            f"\n== InferenceX {name} half: {headline(sel)}"
+            if name != "all"
+            else f"\n== InferenceX all: {headline(sel)}"
+        )
+    for name, sel in (
+        ("fit", [s for s in ix if half(s.point.sweep) == "fit"]),
+        ("eval", [s for s in ix if half(s.point.sweep) == "eval"]),
+        ("all", ix),
+    ):
+        print(f"\n---------- {name} ----------")
+        print(summary_table(sel, "tpot mean", "shape", f"TPOT shape ({name})", by))
+        print(summary_table(sel, "tpot mean", "point", f"TPOT level, every point ({name})", by))
+        print(summary_table(sel, "ttft mean", "point", f"TTFT level, every point ({name})", by))
+    print("\n---------- report points (scoreable.json, stated ISL/OSL) ----------")
+    print(f"{headline(rp)}")
+    for s in rp:
+        if s.prediction is None:
+            print(f"not priced: {s.point.sweep}: {s.error}")
+            break
+    if args.points:
+        print(point_table(rep.scored))
+    if args.json:
+        from latencykernel.validation.tables import report_json
+
+        args.json.write_text(json.dumps(report_json(rep), indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

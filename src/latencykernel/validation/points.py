@@ -1,0 +1,121 @@
+"""What one measured serving point holds, in this package's units (seconds, tokens).
+
+A *point* is one benchmark run: a deployment, a workload (mean prompt and output tokens),
+a load (closed-loop concurrency or open-loop request rate) and the measured latencies, each
+a ``Stat`` of mean, median and p99. A *sweep* is the points that share a deployment and a
+workload and differ only in load; its lowest-load point is the sweep's anchor.
+
+Metric definitions are vLLM's (``vllm bench serve``, vllm/benchmarks/serve.py,
+``calculate_metrics``): TTFT is request start to first token; TPOT is per request
+``(e2el − ttft) / (output_tokens − 1)``, excluding the first token, summarised over
+requests; ITL is every gap between successive tokens, summarised over gaps. Readers of
+other formats convert to these (see ``readers``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from latencykernel.errors import LatencyKernelError
+
+__all__ = ["Stat", "Deployment", "Point", "METRICS", "STATS"]
+
+METRICS = ("ttft", "tpot", "itl")
+STATS = ("mean", "median", "p99")
+
+
+@dataclass(frozen=True, slots=True)
+class Stat:
+    """One latency summarised over a run, in seconds; ``None`` where the source has none."""
+
+    mean: float | None = None
+    median: float | None = None
+    p99: float | None = None
+
+    def get(self, stat: str) -> float | None:
+        if stat not in STATS:
+            raise LatencyKernelError(f"stat must be one of {', '.join(STATS)}, got {stat!r}")
+        value: float | None = getattr(self, stat)
+        return value
+
+    def empty(self) -> bool:
+        return self.mean is None and self.median is None and self.p99 is None
+
+
+@dataclass(frozen=True, slots=True)
+class Deployment:
+    """How to open the step model a point is priced with: a scenario (an embedded name such
+    as ``aisimulate/x.yaml`` or a path), or ``build`` arguments (``model``, ``hardware`` and
+    engine settings, exactly as ``latencykernel.build`` takes them)."""
+
+    scenario: str | None = None
+    build: tuple[tuple[str, Any], ...] = ()
+
+    def key(self) -> str:
+        if self.scenario:
+            return self.scenario
+        return "build(" + ", ".join(f"{k}={v}" for k, v in self.build) + ")"
+
+    def __post_init__(self) -> None:
+        if not self.scenario and not self.build:
+            raise LatencyKernelError(
+                "a measurement needs a deployment: a scenario, or build arguments (model, hardware, ...)"
+            )
+        if not self.scenario:
+            names = {k for k, _ in self.build}
+            for need in ("model", "hardware"):
+                if need not in names:
+                    raise LatencyKernelError(f"build arguments need {need!r}; got {sorted(names)}")
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """One measured run.
+
+    sweep:        identifier shared by the points of one sweep (same deployment and workload)
+    deployment:   what to price it with
+    isl, osl:     mean prompt and output tokens per request
+    concurrency:  closed-loop clients in flight (``max_concurrency``), or None
+    request_rate: open-loop arrivals per second, or None (one of the two is given)
+    ttft, tpot, itl: measured latencies (seconds), vLLM's definitions
+    engine, chip, model: labels for the summaries (filled from the step model when empty)
+    source:       the format it was read from, and any conversion applied
+    """
+
+    sweep: str
+    deployment: Deployment
+    isl: float
+    osl: float
+    concurrency: int | None = None
+    request_rate: float | None = None
+    ttft: Stat = field(default_factory=Stat)
+    tpot: Stat = field(default_factory=Stat)
+    itl: Stat = field(default_factory=Stat)
+    engine: str = ""
+    chip: str = ""
+    model: str = ""
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if not (self.isl >= 1):
+            raise LatencyKernelError(f"isl must be at least 1 token, got {self.isl!r} (sweep {self.sweep!r})")
+        if not (self.osl >= 1):
+            raise LatencyKernelError(f"osl must be at least 1 token, got {self.osl!r} (sweep {self.sweep!r})")
+        if self.concurrency is None and self.request_rate is None:
+            raise LatencyKernelError(f"sweep {self.sweep!r}: a point needs concurrency or request_rate")
+        if self.concurrency is not None and self.concurrency < 1:
+            raise LatencyKernelError(f"concurrency must be at least 1, got {self.concurrency!r}")
+        if self.request_rate is not None and not (self.request_rate > 0):
+            raise LatencyKernelError(f"request_rate must be positive, got {self.request_rate!r}")
+        for name in METRICS:
+            s: Stat = getattr(self, name)
+            for st in STATS:
+                v = s.get(st)
+                if v is not None and not (v > 0 and v < 1e6):
+                    raise LatencyKernelError(f"{name} {st} must be a positive number of seconds, got {v!r}")
+
+    @property
+    def load(self) -> float:
+        """The sweep's ordering key: concurrency, else request rate."""
+        return float(self.concurrency if self.concurrency is not None else self.request_rate or 0.0)

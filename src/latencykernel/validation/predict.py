@@ -1,0 +1,181 @@
+"""What the model predicts for a measured point: mean TTFT and TPOT, and which method gave them.
+
+Two predictors keep one signature, ``(step_model, point) -> Prediction``; ``PREDICTOR`` picks
+the one ``validate`` uses, so switching is one line:
+
+- ``serving_prediction``: the discrete-event replay of vLLM's scheduler
+  (``latencykernel.serving.estimate``), which also gives medians and p99s.
+- ``closed_form_prediction``: a stated closed form over the step price, for when the
+  serving simulation is not available. It assumes a steady closed loop (or, for a request
+  rate, Little's law) with every in-flight request resident, no preemption and no KV
+  limit, and prices (per data-parallel rank, requests spread evenly):
+
+      n      = ceil(concurrency / data_parallel)      clients of one rank
+      b      = min(n, max_num_seqs, kv_blocks // ceil((isl + osl/2) / block_size))
+               requests resident on one rank: vLLM admits no more than max_num_seqs,
+               nor more than the KV cache holds at their mean length (kv_blocks as vLLM
+               allocates it, ``limits().kv_blocks``); the rest wait
+      ctx    = isl + osl / 2                          a mid-decode context
+      D      = step(b decodes at ctx) + host per output token
+      M      = step(b − 1 decodes + the prompt's chunks) − step(b − 1 decodes)
+               the extra a prefill adds to the step it shares (chunks of
+               max_num_batched_tokens tokens, each priced at its computed prefix)
+      TPOT   = D + (b − 1) · M / osl              each of the b − 1 other requests
+               prefills about once during one request's osl decode steps, and vLLM's
+               chunked prefill runs it inside a decode step (mixed batch)
+      TTFT   = admission(isl) + D / 2 + Σ chunk steps(with b − 1 decodes)
+               + (first wave) (b − 1) / 2 · M · b / num_prompts
+               the wait for the running step, the prompt's own steps, and the queue of
+               the first wave, when all b clients start at once (num_prompts =
+               10 × concurrency, as InferenceX and vLLM's accuracy campaigns run them)
+               + S · (n / b − 1) when n > b: a closed loop of n clients over b slots
+               (Little's law), S = TTFT + osl · TPOT the service time of one request
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from latencykernel.batch import Batch
+from latencykernel.errors import LatencyKernelError
+from latencykernel.validation.points import Point, Stat
+
+__all__ = [
+    "Prediction",
+    "Predictor",
+    "closed_form_prediction",
+    "serving_prediction",
+    "serving_available",
+    "PREDICTOR",
+    "CLOSED_FORM",
+]
+
+PROMPTS_PER_CLIENT = 10  # num_prompts = 10 x concurrency (assumption, stated in the docstring)
+CLOSED_FORM = "closed form over the step price (steady closed loop, prefill interleaved)"
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    """Predicted latencies in seconds (``None`` where the method gives none) and the method."""
+
+    ttft: Stat
+    tpot: Stat
+    itl: Stat
+    method: str
+
+
+Predictor = Callable[[Any, Point], Prediction]
+
+
+def _step_s(model: Any, scheduled: list[int], computed: list[int], threshold: int) -> float:
+    if not scheduled:
+        return 0.0
+    est = model.step_time(Batch.from_columns(scheduled, computed, decode_threshold=threshold))
+    return float(est.no_overlap)
+
+
+def _chunks(isl: int, budget: int) -> list[tuple[int, int]]:
+    """(scheduled, computed) of each chunk of an isl-token prompt under a token budget."""
+    out, done = [], 0
+    while done < isl:
+        n = min(budget, isl - done)
+        out.append((n, done))
+        done += n
+    return out
+
+
+def closed_form_parts(model: Any, isl: float, osl: float, per_rank: int) -> tuple[float, float, float, float]:
+    """(D, M, prompt steps, admission) of the closed form, seconds (see the module docstring)."""
+    lim = model.limits()
+    thr = int(lim.decode_threshold)
+    budget = max(int(lim.max_num_batched_tokens), 1)
+    b = max(int(per_rank), 1)
+    ctx = max(int(round(isl + osl / 2)), 1)
+    n_isl = max(int(round(isl)), 1)
+    d = _step_s(model, [1] * b, [ctx - 1] * b, thr) + model.output_token_overhead()
+    others = b - 1
+    base = _step_s(model, [1] * others, [ctx - 1] * others, thr)
+    prompt_steps = 0.0
+    marginal = 0.0
+    for s, comp in _chunks(n_isl, max(budget - others, 1)):
+        mixed = _step_s(model, [1] * others + [s], [ctx - 1] * others + [comp], thr)
+        prompt_steps += mixed
+        marginal += mixed - base
+    return d, marginal, prompt_steps, float(model.admission_overhead(n_isl))
+
+
+def resident_cap(limits: Any, isl: float, osl: float) -> int:
+    """Requests one rank holds at once: max_num_seqs, and the KV blocks at mean length."""
+    cap = max(int(limits.max_num_seqs), 1)
+    bs = max(int(limits.block_size), 1)
+    per_req = max(math.ceil((isl + osl / 2) / bs), 1)
+    if int(limits.kv_blocks) > 0:
+        cap = min(cap, max(int(limits.kv_blocks) // per_req, 1))
+    return cap
+
+
+def closed_form_prediction(model: Any, point: Point) -> Prediction:
+    """The closed form of the module docstring."""
+    lim = model.limits()
+    dp = max(int(lim.data_parallel), 1)
+    cap = resident_cap(lim, point.isl, point.osl)
+    n = b = 1
+    if point.concurrency is not None:
+        n = math.ceil(point.concurrency / dp)
+        b = min(n, cap)
+    else:
+        # Little's law on one rank: in flight = rate / dp x (TTFT + osl x TPOT), iterated.
+        rate = float(point.request_rate or 0.0) / dp
+        b = 1
+        for _ in range(20):
+            d, m, steps, adm = closed_form_parts(model, point.isl, point.osl, b)
+            e2e = adm + steps + point.osl * (d + (b - 1) * m / point.osl)
+            nb = max(1, math.ceil(rate * e2e))
+            if nb > 4096:
+                raise LatencyKernelError(
+                    f"request_rate {point.request_rate} overloads the deployment (over 4096 requests in flight)"
+                )
+            nb = min(nb, cap)
+            if nb == b:
+                break
+            b = nb
+    d, m, steps, adm = closed_form_parts(model, point.isl, point.osl, b)
+    tpot = d + (b - 1) * m / point.osl
+    wave = (b - 1) / 2 * m / PROMPTS_PER_CLIENT if point.concurrency is not None else 0.0
+    ttft = adm + d / 2 + steps + wave
+    if n > b:
+        ttft += (ttft + point.osl * tpot) * (n / b - 1)
+    return Prediction(ttft=Stat(mean=ttft), tpot=Stat(mean=tpot), itl=Stat(mean=tpot), method=CLOSED_FORM)
+
+
+def serving_available() -> bool:
+    """Whether ``latencykernel.serving.estimate`` can be imported."""
+    try:
+        from latencykernel.serving import estimate  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _dist(d: Any) -> Stat:
+    return Stat(mean=getattr(d, "mean", None), median=getattr(d, "median", None), p99=getattr(d, "p99", None))
+
+
+def serving_prediction(model: Any, point: Point) -> Prediction:
+    """TTFT, TPOT and ITL distributions from the serving simulation (``serving.estimate``)."""
+    from latencykernel.serving import estimate
+
+    r = estimate(model, isl=point.isl, osl=point.osl, concurrency=point.concurrency, request_rate=point.request_rate)
+    return Prediction(ttft=_dist(r.ttft), tpot=_dist(r.tpot), itl=_dist(r.itl), method="serving simulation")
+
+
+def default_predictor() -> Predictor:
+    """The serving simulation when it is importable, else the closed form."""
+    return serving_prediction if serving_available() else closed_form_prediction
+
+
+# The predictor ``validate`` uses: switch here (one line).
+PREDICTOR: Callable[[], Predictor] = default_predictor

@@ -1,0 +1,110 @@
+"""validate's readers: each shipped file (made-up numbers) parses into vLLM-defined points."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from latencykernel.errors import LatencyKernelError
+from latencykernel.validation import Deployment, detect, read_measurements, read_text
+
+DATA = Path(__file__).parent / "data" / "validate"
+DEP = Deployment(scenario="examples/llama-3.1-8b-instruct-h100-bf16-tp1.yaml")
+
+
+def test_native_csv_reads_every_column_in_seconds() -> None:
+    """Guards the ms -> s conversion, build.* columns, and rate-vs-concurrency loads."""
+    pts = read_measurements([DATA / "native.csv"])
+    assert len(pts) == 4
+    a = pts[0]
+    assert a.sweep == "s1" and a.deployment.scenario == "examples/llama-3.1-8b-instruct-h100-bf16-tp1.yaml"
+    assert (a.isl, a.osl, a.concurrency, a.request_rate) == (1000, 200, 1, None)
+    assert a.ttft.mean == pytest.approx(0.050) and a.ttft.median == pytest.approx(0.048)
+    assert a.ttft.p99 == pytest.approx(0.070)
+    assert a.tpot.mean == pytest.approx(0.010) and a.itl.p99 == pytest.approx(0.015)
+    assert pts[1].tpot.median is None  # an empty cell is missing, not zero
+    b = pts[3]
+    assert b.deployment.scenario is None
+    assert dict(b.deployment.build) == {"model": "llama-3.1-8b-instruct", "hardware": "h100", "tp": 2}
+    assert b.concurrency is None and b.request_rate == pytest.approx(2.5) and b.engine == "sglang"
+
+
+def test_native_json_nested_and_flat_stats() -> None:
+    """Guards both spellings of a stat in native JSON ({'tpot_ms': {...}} and tpot_mean_ms)."""
+    pts = read_measurements([DATA / "native.json"])
+    assert [p.concurrency for p in pts] == [8, 2]
+    assert pts[0].tpot.median == pytest.approx(0.0135) and pts[0].ttft.p99 == pytest.approx(0.3)
+    assert pts[1].tpot.mean == pytest.approx(0.011)
+    assert dict(pts[0].deployment.build)["tp"] == 1
+
+
+def test_vllm_result_json_takes_its_own_definitions() -> None:
+    """Guards ISL/OSL as totals over completed requests and the scenario from --metadata."""
+    (p,) = read_measurements([DATA / "vllm_serve.json"])
+    assert (p.isl, p.osl) == (1024, 256)
+    assert p.concurrency == 8 and p.request_rate is None
+    assert p.tpot.mean == pytest.approx(0.0125) and p.tpot.median == pytest.approx(0.01225)
+    assert p.itl.median == pytest.approx(0.01175) and p.itl.p99 == pytest.approx(0.030)
+    assert p.ttft.p99 == pytest.approx(0.140)
+    assert p.deployment.scenario == "examples/llama-3.1-8b-instruct-h100-bf16-tp1.yaml"
+    assert p.sweep == "vllm-sweep"
+
+
+def test_aiperf_inter_token_latency_is_tpot_and_units_convert() -> None:
+    """Guards the AIPerf mapping: inter_token_latency -> TPOT, inter_chunk_latency (in us
+    here) -> ITL, p50 -> median; the deployment comes from the caller."""
+    (p,) = read_measurements([DATA / "aiperf.json"], DEP)
+    assert (p.isl, p.osl, p.concurrency) == (1024, 128, 16)
+    assert p.tpot.mean == pytest.approx(0.01575) and p.tpot.median == pytest.approx(0.0155)
+    assert p.itl.mean == pytest.approx(0.0158) and p.itl.p99 == pytest.approx(0.041)
+    assert p.ttft.median == pytest.approx(0.090)
+    assert p.deployment is DEP
+
+
+def test_guidellm_reads_itl_as_tpot_not_its_tpot() -> None:
+    """Guards the GuideLLM mapping: its time_per_output_token_ms (divided over every output
+    token, the first included) is not vLLM's TPOT; its per-request inter_token_latency_ms is."""
+    pts = read_measurements([DATA / "guidellm.json"], DEP)
+    assert [(p.concurrency, p.request_rate) for p in pts] == [(1, None), (8, None), (None, 1.5)]
+    assert pts[0].tpot.mean == pytest.approx(0.010)  # not 0.0099
+    assert pts[1].tpot.mean == pytest.approx(0.0125) and pts[1].tpot.p99 == pytest.approx(0.0135)
+    assert pts[1].ttft.median == pytest.approx(0.058)
+    assert all(p.itl.empty() for p in pts)
+    assert len({p.sweep for p in pts}) == 1
+
+
+def test_detect_tells_formats_apart() -> None:
+    """Guards format detection by keys."""
+    assert detect({"mean_ttft_ms": 1}) == "vllm"
+    assert detect({"time_to_first_token": {}}) == "aiperf"
+    assert detect({"benchmarks": []}) == "guidellm"
+    assert detect([]) == "native"
+    with pytest.raises(LatencyKernelError, match="cannot tell"):
+        detect({"foo": 1})
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ('{"mean_ttft_ms": 1, "completed": 10, "total_input_tokens": 10, "total_output_tokens": 10}', "deployment"),
+        ("sweep,isl,osl,concurrency,scenario\nx,0,10,1,a.yaml\n", "isl must be at least 1"),
+        ("sweep,isl,osl,concurrency,scenario\nx,10,10,,a.yaml\n", "concurrency or request_rate"),
+        ("sweep,isl,osl,concurrency,scenario,tpot_mean_ms\nx,10,10,1,a.yaml,-3\n", "positive number of seconds"),
+        ("sweep,isl,osl,concurrency,scenario,tpot_mean_ms\nx,10,10,1.5,a.yaml,3\n", "whole number"),
+        ("sweep,isl,osl,concurrency,scenario,tpot_mean_ms\nx,10,10,1,a.yaml,abc\n", "must be a number"),
+        ('{"scenario": "a.yaml", "benchmarks": [{"args": {"strategy": {"type_": "throughput"}}}]}', "states no load"),
+        ("{not json", "not valid JSON"),
+        ('{"points": [{"isl": 1, "osl": 1, "concurrency": 1, "build": {"model": "x"}}]}', "hardware"),
+    ],
+)
+def test_bad_input_is_our_error_naming_the_field(text: str, match: str) -> None:
+    """Guards against raw exceptions, NaNs or silent defaults from malformed measurements."""
+    with pytest.raises(LatencyKernelError, match=match):
+        read_text(text, "bad")
+
+
+def test_missing_file_is_our_error() -> None:
+    """Guards a raw OSError escaping for a missing file."""
+    with pytest.raises(LatencyKernelError, match="cannot read measurements file"):
+        read_measurements([DATA / "nope.json"])

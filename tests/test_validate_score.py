@@ -1,0 +1,147 @@
+"""validate's arithmetic: point, shape and level errors, summaries, and the closed form."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import latencykernel as lk
+from latencykernel import Batch
+from latencykernel.errors import LatencyKernelError
+from latencykernel.validation import (
+    Deployment,
+    Point,
+    Prediction,
+    Stat,
+    closed_form_prediction,
+    concurrency_band,
+    score_points,
+    summarise,
+    validate,
+)
+from latencykernel.validation.tables import headline, report_json
+
+DATA = Path(__file__).parent / "data" / "validate"
+DEP = Deployment(scenario="x.yaml")
+
+
+def _pt(sweep: str, c: int, tpot_ms: float, ttft_ms: float, chip: str = "h100") -> Point:
+    return Point(
+        sweep,
+        DEP,
+        100,
+        100,
+        concurrency=c,
+        tpot=Stat(mean=tpot_ms / 1e3),
+        ttft=Stat(mean=ttft_ms / 1e3),
+        chip=chip,
+        model="m",
+    )
+
+
+def _fake(pred_tpot_ms: dict[int, float]) -> Any:
+    def predict(model: Any, p: Point) -> Prediction:
+        t = pred_tpot_ms[p.concurrency or 0] / 1e3
+        return Prediction(ttft=Stat(mean=0.1), tpot=Stat(mean=t), itl=Stat(), method="fake")
+
+    return predict
+
+
+def test_point_shape_and_level_errors_by_hand() -> None:
+    """Guards the definitions: e = pred/meas − 1; level = the anchor's e; shape =
+    (pred/pred0)/(meas/meas0) − 1, and (1 + e) = (1 + level)(1 + shape)."""
+    pts = [_pt("s", 1, 10.0, 100.0), _pt("s", 4, 12.0, 50.0), _pt("s", 16, 20.0, 200.0)]
+    rep = score_points(pts, _fake({1: 11.0, 4: 12.1, 16: 16.5}), lambda d: object())
+    a, b, c = rep.scored
+    assert a.anchor and not b.anchor
+    assert a.errors["tpot mean"] == pytest.approx(0.1)
+    assert b.errors["tpot mean"] == pytest.approx(12.1 / 12 - 1)
+    assert c.shape["tpot mean"] == pytest.approx((16.5 / 11) / (20 / 10) - 1)  # -0.25
+    assert "tpot mean" not in a.shape
+    for s in (b, c):
+        assert 1 + s.errors["tpot mean"] == pytest.approx((1 + s.level["tpot mean"]) * (1 + s.shape["tpot mean"]))
+    assert b.errors["ttft mean"] == pytest.approx(1.0)  # 0.1 s against 50 ms
+    assert "itl mean" not in b.errors  # neither side has it
+
+
+def test_summaries_mean_median_worst_signed_and_groups() -> None:
+    """Guards the summary arithmetic, grouping, and level counted once per sweep."""
+    pts = [_pt("s", 1, 10, 1), _pt("s", 4, 10, 1), _pt("t", 1, 10, 1, chip="b200"), _pt("t", 64, 10, 1, chip="b200")]
+    rep = score_points(pts, _fake({1: 11.0, 4: 8.0, 64: 13.0}), lambda d: object())
+    rows = dict(summarise(rep.scored, "tpot mean", "point"))
+    errs = [0.1, -0.2, 0.1, 0.3]
+    assert rows["all"].n == 4
+    assert rows["all"].mae == pytest.approx(sum(abs(e) for e in errs) / 4)
+    assert rows["all"].signed == pytest.approx(sum(errs) / 4)
+    assert rows["all"].worst == pytest.approx(0.3)
+    assert rows["all"].median == pytest.approx(0.15)  # of 0.1, 0.1, 0.2, 0.3
+    assert rows["chip b200"].n == 2 and rows["band 1-4"].n == 3 and rows["band 17-64"].n == 1
+    level = dict(summarise(rep.scored, "tpot mean", "level"))
+    assert level["all"].n == 2 and level["all"].mae == pytest.approx(0.1)
+    shape = dict(summarise(rep.scored, "tpot mean", "shape"))
+    assert shape["all"].n == 2
+    assert shape["all"].signed == pytest.approx(((0.8 / 1.1) - 1 + (1.3 / 1.1) - 1) / 2)
+    assert "TPOT shape MAE" in headline(rep.scored)
+    assert report_json(rep)["summaries"]["tpot mean point"]["all"]["n"] == 4
+
+
+def test_bands() -> None:
+    """Guards the concurrency band edges."""
+    assert [concurrency_band(c) for c in (1, 4, 5, 16, 17, 64, 65, 256, 257, 4096)] == [
+        "1-4",
+        "1-4",
+        "5-16",
+        "5-16",
+        "17-64",
+        "17-64",
+        "65-256",
+        "65-256",
+        "257+",
+        "257+",
+    ]
+
+
+def test_unopenable_deployment_is_reported_not_raised() -> None:
+    """Guards that one bad deployment is listed as not priced, and the rest still score."""
+
+    def opener(d: Deployment) -> Any:
+        raise LatencyKernelError("no such scenario")
+
+    rep = score_points([_pt("s", 1, 10, 1)], _fake({1: 10.0}), opener)
+    assert rep.unpriced() and rep.unpriced()[0].error == "no such scenario" and not rep.priced()
+
+
+K = "examples/llama-3.1-8b-instruct-h100-bf16-tp1.yaml"
+
+
+def test_closed_form_at_one_request_is_the_decode_step_plus_host() -> None:
+    """Guards the closed form's TPOT at concurrency 1: one decode step at isl + osl/2 plus
+    the per-output-token host cost, with no prefill interleaving term."""
+    k = lk.open(K)
+    p = Point("x", Deployment(scenario=K), 1000, 200, concurrency=1)
+    pred = closed_form_prediction(k, p)
+    step = k.step_time(Batch.decode(1, 1100)).no_overlap + k.output_token_overhead()
+    assert pred.tpot.mean == pytest.approx(step, rel=1e-12)
+    prefill = k.step_time(Batch.from_columns([1000], [0], decode_threshold=8)).no_overlap
+    assert pred.ttft.mean == pytest.approx(k.admission_overhead(1000) + step / 2 + prefill, rel=1e-12)
+
+
+def test_closed_form_rises_with_concurrency_and_prompt() -> None:
+    """Guards the interleaving term's direction: more clients or longer prompts slow TPOT."""
+    k = lk.open(K)
+    dep = Deployment(scenario=K)
+    t = [closed_form_prediction(k, Point("x", dep, 1024, 256, concurrency=c)).tpot.mean for c in (1, 4, 16, 64)]
+    assert t == sorted(t) and t[0] < t[-1]
+    short = closed_form_prediction(k, Point("x", dep, 256, 256, concurrency=16)).tpot.mean
+    long = closed_form_prediction(k, Point("x", dep, 4096, 256, concurrency=16)).tpot.mean
+    assert short is not None and long is not None and short < long
+
+
+def test_validate_end_to_end_on_shipped_csv() -> None:
+    """Guards the whole path on a shipped file: every point of an embedded scenario and a
+    build() deployment is priced."""
+    rep = validate([DATA / "native.csv"])
+    assert len(rep.priced()) == 4, [s.error for s in rep.unpriced()]
+    assert all("tpot mean" in s.errors for s in rep.priced())
