@@ -168,7 +168,13 @@ def serving_prediction(model: Any, point: Point) -> Prediction:
     """TTFT, TPOT and ITL distributions from the serving simulation (``serving.estimate``)."""
     from latencykernel.serving import estimate
 
-    r = estimate(model, isl=point.isl, osl=point.osl, concurrency=point.concurrency, request_rate=point.request_rate)
+    r = estimate(
+        model,
+        isl=round(point.isl),
+        osl=round(point.osl),
+        concurrency=point.concurrency,
+        request_rate=point.request_rate,
+    )
     return Prediction(ttft=_dist(r.ttft), tpot=_dist(r.tpot), itl=_dist(r.itl), method="serving simulation")
 
 
