@@ -9,12 +9,9 @@ from typing import Any
 
 from latencykernel.kernel.build import new
 from latencykernel.kernel.kernel import Kernel
+from latencykernel.repos import Repos
 
 __all__ = ["open", "open_pool", "build"]
-
-# The catalog model whose documents carry a built deployment while its graph is swapped for
-# a user's own (``build("path/to/config.json", ...)``); any catalog model would do.
-_CARRIER = "llama-3.1-8b-instruct"
 
 
 def open_pool(scenario: str | os.PathLike[str], repos: Any = None, pool: int = 0) -> Kernel:
@@ -84,7 +81,10 @@ def build(model: str, hardware: str, **settings: Any) -> Kernel:
     graph = graph_from_file(path)
     facts = _checkpoint_of(path, graph)
     with shared_documents():
-        inputs = build_inputs(_CARRIER, hardware, **settings)
+        # Any catalog model carries the built documents while its graph is swapped for the
+        # user's own: the first one listed (its graph, name and checkpoint facts are replaced).
+        repos = settings.get("repos") or Repos.default()
+        inputs = build_inputs(repos.list_models()[0], hardware, **settings)
         scenario = inputs.scenario.model_copy(
             update={"model": graph.name, "name": f"{graph.name}-on-{inputs.scenario.cluster.hardware}"}
         )
