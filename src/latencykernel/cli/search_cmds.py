@@ -152,7 +152,9 @@ def search_cmd(
     ),
     as_json: bool = Json,
 ) -> None:
-    """Every deployment of a space, simulated at every load point: the front, the cheapest
+    """Find the deployment that meets a latency target at the lowest cost.
+
+    Every deployment of a space, simulated at every load point: the front, the cheapest
     deployment meeting the SLO, and the refused ones with their reasons.
 
     Example: latencykernel search --model deepseek-v3 --hardware h200,b200 --isl 1024

@@ -56,9 +56,17 @@ def serve_cmd(
     catalog: Path | None = CatalogDir,
     registry: Path | None = RegistryDir,
 ) -> None:
-    """Replay a benchmark client (closed loop at a concurrency, or Poisson at a rate) through
+    """Simulate serving: TTFT and TPOT at a concurrency or request rate.
+
+    Replay a benchmark client (closed loop at a concurrency, or Poisson at a rate) through
     vLLM v1's scheduler on this deployment's step price: TTFT, TPOT, ITL, E2EL and throughputs
-    as vllm bench serve reports them."""
+    as vllm bench serve reports them.
+
+    \b
+    Examples:
+      latencykernel serve aisimulate/deepseek-v3-h200-fp8-sglang-tp8.yaml --isl 1024 --osl 1024 --concurrency 1,4,16,64
+      latencykernel serve examples/llama-3.1-8b-instruct-h100-bf16-tp1.yaml --request-rate 4 --num-prompts 500 --json
+    """
     from latencykernel.serving import ClosedLoop, Poisson, RandomRange
 
     if (concurrency is None) == (request_rate is None):

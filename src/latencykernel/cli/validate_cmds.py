@@ -30,8 +30,16 @@ def validate_cmd(
     catalog: Path | None = CatalogDir,
     registry: Path | None = RegistryDir,
 ) -> None:
-    """Per-point error, per-sweep shape and level error, and summaries by chip, engine,
-    model and concurrency band (signed and absolute)."""
+    """Score the price against measured serving runs: per point, per sweep, by group.
+
+    Per-point error, per-sweep shape and level error, and summaries by chip, engine,
+    model and concurrency band (signed and absolute).
+
+    \b
+    Examples:
+      latencykernel validate measurements.csv
+      latencykernel validate vllm-bench-result.json --json
+    """
     from latencykernel.errors import LatencyKernelError
     from latencykernel.validation import Deployment, validate
     from latencykernel.validation.readers import _build_value
