@@ -148,6 +148,7 @@ def kernels_for(docs: Documents, dep: Deployment) -> tuple[Kernel, ...]:
             src.coefficients,
             src.rules,
             {k: v for k, v in src.files.items() if k not in ("scenario", "deployment")},
+            src.checkpoint,
         )
         out.append(new(inp))
     return tuple(out)
