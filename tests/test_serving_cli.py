@@ -20,9 +20,8 @@ def test_serve_json_records_match_the_library() -> None:
     recs = json.loads(r.stdout)
     assert [x["concurrency"] for x in recs] == [1, 8]
     import latencykernel as lk
-    from latencykernel.serving import estimate
-
     from latencykernel.cli.common import tidy
+    from latencykernel.serving import estimate
 
     # the command prints the library's figures at the precision the model has (``tidy``)
     want = tidy(estimate(lk.open(GUIDE), isl=256, osl=64, concurrency=8).as_vllm_bench())
