@@ -216,3 +216,22 @@ def test_huge_inputs_are_refused_not_divided_by_zero(value: Any) -> None:
             continue
         for ev in variant.evaluate():
             assert ev.error is not None or all(math.isfinite(m) for m in _magnitudes(ev.value)), (key, name)
+
+
+def test_an_unknown_input_is_refused_naming_it() -> None:
+    """Guards variant() letting a misspelled input through (or raising a raw TypeError)."""
+    s = Scenarios.get("Gpt2XlChatDecodeBatchesH100")
+    with pytest.raises(ScenarioInputError, match="context_tokns") as info:
+        s.variant(context_tokns=2048)
+    assert info.value.argument == "context_tokns" and "context_tokens" in str(info.value)
+
+
+def test_a_variant_of_a_variant_revalidates_every_input() -> None:
+    """Guards the copy-based variant() skipping checks: a bad value is refused however many
+    variants deep, and a good chain gives the same figures as one variant."""
+    s = Scenarios.get("Gpt2XlChatDecodeBatchesH100")
+    v = s.variant(context_tokens=2048).variant(prompt_tokens=256)
+    with pytest.raises(ScenarioInputError):
+        v.variant(context_tokens=0)
+    assert v.kv_per_sequence == s.variant(context_tokens=2048, prompt_tokens=256).kv_per_sequence
+    assert v.variant_of == "Gpt2XlChatDecodeBatchesH100" and v.key is None

@@ -100,7 +100,28 @@ class Scenario:
         hardware's own source is listed instead. With no input changed, the original's text
         is kept."""
         origin = self.key or self.variant_of
-        new = dataclasses.replace(self, **{"key": None, "variant_of": origin, **changes})
+        names = _field_names(type(self))
+        unknown = [n for n in changes if n not in names]
+        if unknown:
+            from latencykernel.errors import ScenarioInputError
+
+            raise ScenarioInputError(
+                f"{unknown[0]!r} is not an input of {type(self).__name__}; its inputs are: "
+                f"{', '.join(_input_names(type(self)))}",
+                argument=unknown[0],
+                value=changes[unknown[0]],
+            )
+        # A copy of the validated instance with the changes, validated again as a whole (as
+        # construction does: ``_validate`` sees every input), without dataclass re-construction.
+        new = object.__new__(type(self))
+        state = new.__dict__
+        state.update(self.__dict__)
+        state.update(changes)
+        state["key"] = None
+        state["variant_of"] = origin
+        if "sources" in changes:
+            state["sources"] = tuple(changes["sources"])
+        new._validate()
         reference: Scenario = self
         if origin is not None and self.key is None:
             from latencykernel.scenarios.named import get  # lazy: named imports the families
@@ -137,8 +158,7 @@ class Scenario:
 
     def inputs(self) -> dict[str, Any]:
         """The stated inputs (without key, name, description and sources)."""
-        skip = {"key", "name", "description", "sources", "variant_of"}
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in skip}
+        return {n: getattr(self, n) for n in _input_names(type(self))}
 
     def evaluate(self) -> list[Evaluation]:
         """Every output at the scenario's own sample arguments, errors recorded (not raised)
@@ -158,6 +178,28 @@ class Scenario:
     @property
     def title(self) -> str:
         return self.name or self.key or type(self).__name__
+
+
+_TEXT_FIELDS = frozenset({"key", "name", "description", "sources", "variant_of"})
+
+
+_FIELDS: dict[type, frozenset[str]] = {}
+_INPUTS: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> frozenset[str]:
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = frozenset(f.name for f in dataclasses.fields(cls))
+    return names
+
+
+def _input_names(cls: type) -> tuple[str, ...]:
+    """A scenario class's stated inputs, in field order (without its text fields)."""
+    names = _INPUTS.get(cls)
+    if names is None:
+        names = _INPUTS[cls] = tuple(f.name for f in dataclasses.fields(cls) if f.name not in _TEXT_FIELDS)
+    return names
 
 
 def _same(a: Any, b: Any) -> bool:

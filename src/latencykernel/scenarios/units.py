@@ -202,6 +202,33 @@ def as_quantity(
     ``per``: when given (``"param"``), a value in ``expected`` alone (``2 B``) is read as
     ``expected / per`` (``2 B/param``); a value already ``expected / per`` is kept.
     """
+    memo_key = (id(value), expected, per, positive, nonnegative)
+    hit = _ACCEPTED.get(memo_key)
+    if hit is not None and hit[0] is value:  # this very object passed these checks before
+        return hit[1]
+    q = _as_quantity(argument, value, expected, per=per, positive=positive, nonnegative=nonnegative)
+    if len(_ACCEPTED) >= _ACCEPTED_SIZE:
+        _ACCEPTED.clear()
+    _ACCEPTED[memo_key] = (value, q)  # holding ``value`` keeps its id from being reused
+    return q
+
+
+# Inputs that passed ``as_quantity``/``int_list``, by object identity and the checks asked:
+# a variant re-validates every input, and the unchanged ones are the very objects checked
+# before (quantities and tuples are not changed in place), so their checks are not repeated.
+_ACCEPTED: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+_ACCEPTED_SIZE = 4096
+
+
+def _as_quantity(
+    argument: str,
+    value: Any,
+    expected: str,
+    *,
+    per: str | None,
+    positive: bool,
+    nonnegative: bool,
+) -> pint.Quantity:
     if isinstance(value, bool) or isinstance(value, Real):
         raise ScenarioInputError(
             f"{argument}={value!r} has no unit; write it as a quantity, e.g. "
@@ -376,11 +403,20 @@ def items(argument: str, value: Any, what: str = "items") -> tuple[Any, ...]:
 def int_list(argument: str, value: Any, *, minimum: int = 0, unit: str | None = None) -> tuple[int, ...]:
     """A list of ints, each at least ``minimum`` (with ``unit``, each may also be a count
     Quantity of that unit, as :func:`count` reads it)."""
+    memo_key = (id(value), "int_list", minimum, unit)
+    hit = _ACCEPTED.get(memo_key) if type(value) is tuple else None
+    if hit is not None and hit[0] is value:
+        return hit[1]  # type: ignore[no-any-return]
     out = []
     for i, v in enumerate(items(argument, value, "ints")):
         label = f"{argument}[{i}]"
         out.append(count(label, v, unit, minimum=minimum) if unit else positive_int(label, v, minimum=minimum))
-    return tuple(out)
+    result = tuple(out)
+    if type(value) is tuple:
+        if len(_ACCEPTED) >= _ACCEPTED_SIZE:
+            _ACCEPTED.clear()
+        _ACCEPTED[memo_key] = (value, result)
+    return result
 
 
 def mapping(argument: str, value: Any) -> dict[str, Any]:
