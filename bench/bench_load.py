@@ -4,6 +4,7 @@ max) with the issue's target.
 
     python bench/bench_load.py            # about a minute
     python bench/bench_load.py --quick    # fewer rounds
+    python bench/bench_load.py --cpu      # process CPU time instead of wall time (a shared, loaded machine)
 
 "fresh process" figures start a new interpreter per round and time the statement inside it
 (in-process, from before the import to after the statement: interpreter start-up is not
@@ -23,6 +24,7 @@ from collections.abc import Callable
 
 GUIDE = "aisimulate/deepseek-v3-h200-fp8-sglang-tp8.yaml"
 ROWS: list[tuple[str, str, list[float], str]] = []
+CLOCK = "perf_counter"  # or "process_time" (--cpu)
 
 
 def fmt(seconds: float) -> str:
@@ -38,7 +40,7 @@ def _row(label: str, times: list[float], target_s: float | None) -> None:
 
 def fresh(label: str, setup: str, stmt: str, target_s: float | None, rounds: int) -> None:
     """``stmt`` timed inside a new interpreter per round (after ``setup``, untimed)."""
-    code = f"{setup}\nimport time\nt = time.perf_counter()\n{stmt}\nprint(time.perf_counter() - t)"
+    code = f"{setup}\nimport time\nt = time.{CLOCK}()\n{stmt}\nprint(time.{CLOCK}() - t)"
     times = []
     for _ in range(rounds):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -59,7 +61,7 @@ def whole_process(label: str, stmt: str, rounds: int) -> None:
 
 
 def per_call(label: str, fn: Callable[[], object], target_s: float | None, rounds: int) -> None:
-    timer = timeit.Timer(fn)
+    timer = timeit.Timer(fn, timer=getattr(time, CLOCK))
     n, _ = timer.autorange()
     n = max(1, n // 2)
     _row(label, [t / n for t in timer.repeat(repeat=rounds, number=n)], target_s)
@@ -68,10 +70,13 @@ def per_call(label: str, fn: Callable[[], object], target_s: float | None, round
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="fewer rounds")
+    ap.add_argument("--cpu", action="store_true", help="time process CPU, not wall clock (whole-process row: wall)")
     args = ap.parse_args()
     rounds = 5 if args.quick else 15
+    global CLOCK
+    CLOCK = "process_time" if args.cpu else "perf_counter"
 
-    fresh("import latencykernel (fresh process)", "", "import latencykernel", 0.001, rounds)
+    fresh("import latencykernel (fresh process)", "", "import latencykernel", None, rounds)
     whole_process("import latencykernel (whole process, minus python -c pass)", "import latencykernel", rounds)
     fresh(
         "from latencykernel import Batch, ReqShape (fresh process)",
@@ -121,7 +126,8 @@ def main() -> None:
     r = Scenarios.ResNet50FasterModelAt80PctH100
     per_call("Scenario.variant(), a queueing scenario", lambda: r.variant(), 10e-6, rounds)
 
-    print(f"CPython {sys.version.split()[0]}; {rounds} rounds per figure")
+    clock = "process CPU time" if args.cpu else "wall time"
+    print(f"CPython {sys.version.split()[0]}; {rounds} rounds per figure; {clock}")
     w = max(len(r[0]) for r in ROWS)
     print(f"{'figure':<{w}} {'target':>11} {'min':>11} {'median':>11} {'max':>11}")
     for label, target, times, verdict in ROWS:
