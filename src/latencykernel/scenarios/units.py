@@ -281,7 +281,9 @@ def count(argument: str, value: Any, unit: str, *, minimum: int = 0) -> int:
     Accepts a Python int, or a Quantity in ``unit`` with an integral magnitude. Floats,
     booleans and quantities of another dimension are refused.
     """
-    if isinstance(value, pint.Quantity):
+    if type(value) is int:  # the common case: a plain int needs none of the conversions below
+        pass
+    elif isinstance(value, pint.Quantity):
         q = value if value._REGISTRY is ureg else Q_(value.magnitude, str(value.units))
         if q.dimensionality != Q_(1, unit).dimensionality:
             raise ScenarioInputError(f"{argument}={q:~P} must be a count of {unit}s", argument=argument, value=value)
@@ -293,13 +295,14 @@ def count(argument: str, value: Any, unit: str, *, minimum: int = 0) -> int:
                 f"{argument}={q:~P} must be a whole number of {unit}s", argument=argument, value=value
             )
         value = int(mag)
-    try:
-        import numpy as np
+    if type(value) is not int:
+        try:
+            import numpy as np
 
-        if isinstance(value, np.integer):
-            value = int(value)
-    except ImportError:  # pragma: no cover
-        pass
+            if isinstance(value, np.integer):
+                value = int(value)
+        except ImportError:  # pragma: no cover
+            pass
     if isinstance(value, bool) or not isinstance(value, int):
         raise ScenarioInputError(
             f"{argument}={value!r} must be a whole number of {unit}s (an int)", argument=argument, value=value
@@ -315,13 +318,14 @@ def count(argument: str, value: Any, unit: str, *, minimum: int = 0) -> int:
 
 def nonnegative_int(argument: str, value: Any) -> int:
     """A plain count (a batch size, a number of requests): an int, refused when negative."""
-    try:
-        import numpy as np
+    if type(value) is not int:
+        try:
+            import numpy as np
 
-        if isinstance(value, np.integer):
-            value = int(value)
-    except ImportError:  # pragma: no cover
-        pass
+            if isinstance(value, np.integer):
+                value = int(value)
+        except ImportError:  # pragma: no cover
+            pass
     if isinstance(value, bool) or not isinstance(value, int):
         raise ScenarioInputError(
             f"{argument}={value!r} must be a whole number (an int)", argument=argument, value=value
@@ -413,6 +417,8 @@ def int_list(argument: str, value: Any, *, minimum: int = 0, unit: str | None = 
         out.append(count(label, v, unit, minimum=minimum) if unit else positive_int(label, v, minimum=minimum))
     result = tuple(out)
     if type(value) is tuple:
+        if result == value and all(type(x) is int for x in value):
+            result = value  # keep the checked object, so re-validating it is a memo hit
         if len(_ACCEPTED) >= _ACCEPTED_SIZE:
             _ACCEPTED.clear()
         _ACCEPTED[memo_key] = (value, result)
