@@ -9,7 +9,8 @@ max) with the issue's target.
 "fresh process" figures start a new interpreter per round and time the statement inside it
 (in-process, from before the import to after the statement: interpreter start-up is not
 counted); "whole process" figures time the interpreter from outside, start-up included, minus
-an empty interpreter's median. Warm figures are timed in one process after a first call.
+the fastest empty interpreter. Run it with bytecode allowed (``env -u PYTHONDONTWRITEBYTECODE``
+where that is set): without .pyc files every fresh process compiles the package's sources. Warm figures are timed in one process after a first call.
 """
 
 from __future__ import annotations
@@ -49,14 +50,14 @@ def fresh(label: str, setup: str, stmt: str, target_s: float | None, rounds: int
 
 
 def whole_process(label: str, stmt: str, rounds: int) -> None:
-    """A whole interpreter running ``stmt``, minus an empty interpreter (median of each)."""
+    """A whole interpreter running ``stmt``, minus the fastest empty interpreter (noisy on a loaded machine)."""
 
     def run(code: str) -> float:
         t = time.perf_counter()
         subprocess.run([sys.executable, "-c", code], check=True)
         return time.perf_counter() - t
 
-    empty = statistics.median(run("pass") for _ in range(rounds))
+    empty = min(run("pass") for _ in range(rounds))  # the least-disturbed empty interpreter
     _row(label, [run(stmt) - empty for _ in range(rounds)], None)
 
 
