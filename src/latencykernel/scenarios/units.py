@@ -207,15 +207,17 @@ def as_quantity(
     if hit is not None and hit[0] is value:  # this very object passed these checks before
         return hit[1]
     q = _as_quantity(argument, value, expected, per=per, positive=positive, nonnegative=nonnegative)
-    if len(_ACCEPTED) >= _ACCEPTED_SIZE:
-        _ACCEPTED.clear()
-    _ACCEPTED[memo_key] = (value, q)  # holding ``value`` keeps its id from being reused
+    if type(getattr(value, "magnitude", None)) in (int, float):  # scalars only: arrays change in place
+        if len(_ACCEPTED) >= _ACCEPTED_SIZE:
+            _ACCEPTED.clear()
+        _ACCEPTED[memo_key] = (value, q)  # holding ``value`` keeps its id from being reused
     return q
 
 
 # Inputs that passed ``as_quantity``/``int_list``, by object identity and the checks asked:
 # a variant re-validates every input, and the unchanged ones are the very objects checked
-# before (quantities and tuples are not changed in place), so their checks are not repeated.
+# before (scalar quantities and tuples are not changed in place: ``q *= 2`` makes a new
+# object), so their checks are not repeated. Strings and array quantities are not kept.
 _ACCEPTED: dict[tuple[Any, ...], tuple[Any, Any]] = {}
 _ACCEPTED_SIZE = 4096
 
