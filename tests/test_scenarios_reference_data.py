@@ -145,3 +145,19 @@ def test_a_record_naming_a_class_its_family_lacks_is_refused() -> None:
     with pytest.raises(DocumentError) as ei:
         rd.build_named(wrong)
     assert ei.value.key == "scenarios.Gpt2XlChatDecodeBatchesH100.class"
+
+
+def test_a_reference_to_an_output_the_named_scenario_lacks_is_refused() -> None:
+    """Guards a derived input ({named, output, args}) with a misspelled output escaping as a raw
+    AttributeError; the shipped ones give the named scenario's own figure."""
+    from latencykernel.scenarios.named import get
+
+    spec = rd.NAMED_SCENARIOS["ResNet50FleetPlanH100"]
+    bad = dict(spec.inputs, batched_rate={"named": "ResNet50EagerFp16BatchingH100", "output": "thruput", "args": [32]})
+    wrong = rd.NamedSpec(spec.key, spec.family, spec.class_name, spec.name, spec.description, spec.sources, bad)
+    with pytest.raises(DocumentError) as ei:
+        rd.build_named(wrong)
+    assert ei.value.key == "scenarios.ResNet50FleetPlanH100.inputs.batched_rate"
+    knee = get("ResNet50EagerFp16BatchingH100")
+    assert get("ResNet50FleetPlanH100").batched_rate == knee.throughput(32)
+    assert get("ResNet50FasterModelAt80PctH100").slow_service == knee.service_time(1)

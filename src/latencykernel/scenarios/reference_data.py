@@ -198,6 +198,16 @@ def _check_value(value: Any, where: str) -> None:
         return
     tag = tags[0]
     allowed = {tag, "basis"} if tag == "catalog_workload" else {tag}
+    if tag == "named":
+        allowed = {"named", "output", "args", "variant"}
+        if not isinstance(value.get("output", ""), str) or not isinstance(value.get("args", []), list):
+            raise Invalid("output must be an output's name and args a list", key=where, value=value)
+        if not isinstance(value.get("variant", {}), dict):
+            raise Invalid("variant must be a mapping of inputs", key=f"{where}.variant", value=value.get("variant"))
+        for k, x in value.get("variant", {}).items():
+            _check_value(x, f"{where}.variant.{k}")
+        for i, x in enumerate(value.get("args", [])):
+            _check_value(x, f"{where}.args[{i}]")
     if set(value) - allowed or not isinstance(value[tag], _TAGS[tag]):
         raise Invalid(f"a {{{tag}: ...}} value takes a name only, got {value!r}", key=where, value=value)
     if tag == "q":
@@ -329,7 +339,13 @@ def _decode(value: Any) -> Any:
     if "named" in value:
         from latencykernel.scenarios.named import get
 
-        return get(value["named"])
+        scenario = get(value["named"])
+        if "variant" in value:
+            scenario = scenario.variant(**{k: _decode(x) for k, x in value["variant"].items()})
+        if "output" not in value:
+            return scenario
+        out = getattr(scenario, value["output"])
+        return out(*(_decode(x) for x in value["args"])) if "args" in value else out
     if "catalog_hardware" in value:
         from latencykernel.scenarios.hardware import Hardware
 
@@ -361,7 +377,15 @@ def build_named(spec: NamedSpec) -> Any:
             key=f"scenarios.{spec.key}.class",
             value=spec.class_name,
         )
-    inputs = {k: _decode(v) for k, v in spec.inputs.items()}
+    inputs: dict[str, Any] = {}
+    for k, v in spec.inputs.items():
+        try:
+            inputs[k] = _decode(v)
+        except (AttributeError, TypeError) as e:  # an output or argument the named scenario lacks
+            path = data_file("named_scenarios.yaml")
+            raise DocumentError(
+                f"{path}: scenarios.{spec.key}.inputs.{k}: {e}", file=str(path), key=f"scenarios.{spec.key}.inputs.{k}"
+            ) from None
     return cls(key=spec.key, name=spec.name, description=spec.description, sources=spec.sources, **inputs)
 
 
