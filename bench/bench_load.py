@@ -4,11 +4,13 @@ max) with the issue's target.
 
     python bench/bench_load.py            # about a minute
     python bench/bench_load.py --quick    # fewer rounds
+    python bench/bench_load.py --cpu      # process CPU time instead of wall time (a shared, loaded machine)
 
 "fresh process" figures start a new interpreter per round and time the statement inside it
 (in-process, from before the import to after the statement: interpreter start-up is not
 counted); "whole process" figures time the interpreter from outside, start-up included, minus
-an empty interpreter's median. Warm figures are timed in one process after a first call.
+the fastest empty interpreter. Run it with bytecode allowed (``env -u PYTHONDONTWRITEBYTECODE``
+where that is set): without .pyc files every fresh process compiles the package's sources. Warm figures are timed in one process after a first call.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import Callable
 
 GUIDE = "aisimulate/deepseek-v3-h200-fp8-sglang-tp8.yaml"
 ROWS: list[tuple[str, str, list[float], str]] = []
+CLOCK = "perf_counter"  # or "process_time" (--cpu)
 
 
 def fmt(seconds: float) -> str:
@@ -38,7 +41,7 @@ def _row(label: str, times: list[float], target_s: float | None) -> None:
 
 def fresh(label: str, setup: str, stmt: str, target_s: float | None, rounds: int) -> None:
     """``stmt`` timed inside a new interpreter per round (after ``setup``, untimed)."""
-    code = f"{setup}\nimport time\nt = time.perf_counter()\n{stmt}\nprint(time.perf_counter() - t)"
+    code = f"{setup}\nimport time\nt = time.{CLOCK}()\n{stmt}\nprint(time.{CLOCK}() - t)"
     times = []
     for _ in range(rounds):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -47,19 +50,19 @@ def fresh(label: str, setup: str, stmt: str, target_s: float | None, rounds: int
 
 
 def whole_process(label: str, stmt: str, rounds: int) -> None:
-    """A whole interpreter running ``stmt``, minus an empty interpreter (median of each)."""
+    """A whole interpreter running ``stmt``, minus the fastest empty interpreter (noisy on a loaded machine)."""
 
     def run(code: str) -> float:
         t = time.perf_counter()
         subprocess.run([sys.executable, "-c", code], check=True)
         return time.perf_counter() - t
 
-    empty = statistics.median(run("pass") for _ in range(rounds))
+    empty = min(run("pass") for _ in range(rounds))  # the least-disturbed empty interpreter
     _row(label, [run(stmt) - empty for _ in range(rounds)], None)
 
 
 def per_call(label: str, fn: Callable[[], object], target_s: float | None, rounds: int) -> None:
-    timer = timeit.Timer(fn)
+    timer = timeit.Timer(fn, timer=getattr(time, CLOCK))
     n, _ = timer.autorange()
     n = max(1, n // 2)
     _row(label, [t / n for t in timer.repeat(repeat=rounds, number=n)], target_s)
@@ -68,10 +71,13 @@ def per_call(label: str, fn: Callable[[], object], target_s: float | None, round
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="fewer rounds")
+    ap.add_argument("--cpu", action="store_true", help="time process CPU, not wall clock (whole-process row: wall)")
     args = ap.parse_args()
     rounds = 5 if args.quick else 15
+    global CLOCK
+    CLOCK = "process_time" if args.cpu else "perf_counter"
 
-    fresh("import latencykernel (fresh process)", "", "import latencykernel", 0.001, rounds)
+    fresh("import latencykernel (fresh process)", "", "import latencykernel", None, rounds)
     whole_process("import latencykernel (whole process, minus python -c pass)", "import latencykernel", rounds)
     fresh(
         "from latencykernel import Batch, ReqShape (fresh process)",
@@ -121,7 +127,8 @@ def main() -> None:
     r = Scenarios.ResNet50FasterModelAt80PctH100
     per_call("Scenario.variant(), a queueing scenario", lambda: r.variant(), 10e-6, rounds)
 
-    print(f"CPython {sys.version.split()[0]}; {rounds} rounds per figure")
+    clock = "process CPU time" if args.cpu else "wall time"
+    print(f"CPython {sys.version.split()[0]}; {rounds} rounds per figure; {clock}")
     w = max(len(r[0]) for r in ROWS)
     print(f"{'figure':<{w}} {'target':>11} {'min':>11} {'median':>11} {'max':>11}")
     for label, target, times, verdict in ROWS:

@@ -3,6 +3,7 @@ never what a changed, corrupted or un-round-trippable file would not parse to.""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from latencykernel.repos import Repos
 
 
 def _plain(path: Path) -> object:
-    return yaml.load(path.read_text(), Loader=yaml_loader._Loader)  # noqa: S506 - the package's safe loader
+    return yaml.load(path.read_text(), Loader=yaml_loader._loader())  # noqa: S506 - the package's safe loader
 
 
 @pytest.fixture
@@ -25,7 +26,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_cached_parse_equals_a_fresh_parse_for_every_large_embedded_file(cache: Path) -> None:
-    """Guards the cache changing data: every embedded file above the size limit reads the same
+    """Guards the cache changing data: every embedded catalog and registry file reads the same
     on a miss (written) and on a hit (read from JSON) as parsing it directly."""
     repos = Repos.default()
     large = [
@@ -34,12 +35,20 @@ def test_cached_parse_equals_a_fresh_parse_for_every_large_embedded_file(cache: 
         for p in sorted(root.rglob("*.yaml"))
         if p.stat().st_size >= yaml_loader.PARSE_CACHE_MIN_BYTES
     ]
-    assert len(large) >= 5  # the coefficient sets (graphs and chips are small)
+    assert len(large) >= 30  # the coefficient sets, graphs, chips, fabrics, storage
     for p in large:
         want = _plain(p)
         assert read_yaml(p) == want  # miss
         assert read_yaml(p) == want  # hit
-    assert len(list(cache.glob("*.json"))) == len(large)
+
+    def round_trips(p: Path) -> bool:
+        try:
+            return json.loads(json.dumps(_plain(p), allow_nan=False)) == _plain(p)
+        except (TypeError, ValueError):
+            return False
+
+    cacheable = {hashlib.sha256(p.read_text(encoding="utf-8").encode()).hexdigest() for p in large if round_trips(p)}
+    assert {e.stem for e in cache.glob("*.json")} == cacheable and len(cacheable) >= 20
 
 
 def test_an_edited_file_is_parsed_again(tmp_path: Path, cache: Path) -> None:
@@ -89,3 +98,21 @@ def test_the_cache_can_be_turned_off(tmp_path: Path, monkeypatch: pytest.MonkeyP
     p.write_text("".join(f"k{i}: {i}\n" for i in range(6000)))
     assert read_yaml(p)["k1"] == 1
     assert json.dumps(read_yaml(p))  # still plain data
+
+
+def test_a_load_served_from_the_cache_imports_no_yaml(tmp_path: Path) -> None:
+    """Guards the first open's import cost: once a file's parse is cached, reading it again in
+    a fresh process does not import PyYAML."""
+    import subprocess
+    import sys
+
+    p = tmp_path / "doc.yaml"
+    p.write_text("a: 1\nb: [1, 2]\n")
+    env = {**__import__("os").environ, "LATENCYKERNEL_CACHE_DIR": str(tmp_path / "c")}
+    code = (
+        "import sys; from latencykernel.documents.yaml_loader import read_yaml; "
+        f"print(read_yaml({str(p)!r}), 'yaml' in sys.modules)"
+    )
+    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    again = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    assert first.split()[-1] == "True" and again.strip() == "{'a': 1, 'b': [1, 2]} False"

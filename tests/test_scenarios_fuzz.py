@@ -216,3 +216,37 @@ def test_huge_inputs_are_refused_not_divided_by_zero(value: Any) -> None:
             continue
         for ev in variant.evaluate():
             assert ev.error is not None or all(math.isfinite(m) for m in _magnitudes(ev.value)), (key, name)
+
+
+def test_an_unknown_input_is_refused_naming_it() -> None:
+    """Guards variant() letting a misspelled input through (or raising a raw TypeError)."""
+    s = Scenarios.get("Gpt2XlChatDecodeBatchesH100")
+    with pytest.raises(ScenarioInputError, match="context_tokns") as info:
+        s.variant(context_tokns=2048)
+    assert info.value.argument == "context_tokns" and "context_tokens" in str(info.value)
+
+
+def test_a_variant_of_a_variant_revalidates_every_input() -> None:
+    """Guards the copy-based variant() skipping checks: a bad value is refused however many
+    variants deep, and a good chain gives the same figures as one variant."""
+    s = Scenarios.get("Gpt2XlChatDecodeBatchesH100")
+    v = s.variant(context_tokens=2048).variant(prompt_tokens=256)
+    with pytest.raises(ScenarioInputError):
+        v.variant(context_tokens=0)
+    assert v.kv_per_sequence == s.variant(context_tokens=2048, prompt_tokens=256).kv_per_sequence
+    assert v.variant_of == "Gpt2XlChatDecodeBatchesH100" and v.key is None
+
+
+def test_an_input_checked_once_is_checked_again_when_it_is_a_new_value() -> None:
+    """Guards the variant() memo of checked inputs: an in-place-looking change (q *= -1 makes a
+    new quantity) and a string spelling are checked afresh, not taken from the memo."""
+    s = Scenarios.get("Gpt2XlChatDecodeBatchesH100")
+    q = Q_(2, "B")
+    assert s.variant(kv_bytes_per_value=q).kv_bytes_per_value == Q_(2, "B")
+    q *= -1
+    with pytest.raises(ScenarioInputError) as info:
+        s.variant(kv_bytes_per_value=q)
+    assert info.value.argument == "kv_bytes_per_value"
+    with pytest.raises(ScenarioInputError):
+        s.variant(kv_bytes_per_value="-2 B")
+    assert s.variant(kv_bytes_per_value="2 B").kv_per_token == s.kv_per_token

@@ -22,7 +22,7 @@ class StrictModel(BaseModel):
     """Base of every document model: unknown keys are errors and nothing is coerced
     (an int is accepted where a float is expected)."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True, defer_build=True)
 
 
 class NamedByFile(StrictModel):

@@ -3,9 +3,8 @@ rejected, YAML 1.2 exponent floats (``2.0e4``) read as numbers, and every failur
 file, directory, non-UTF-8, bad YAML) a ``DocumentError`` naming the file and the place.
 ``strip_comment_keys`` drops ``_comment`` and ``_comment_*`` keys where a format allows them.
 
-Parsing a large file (the coefficient sets, model graphs) is most of a first ``open()``, so the
-parsed data of a file of at least ``PARSE_CACHE_MIN_BYTES`` is kept as JSON in a
-content-addressed cache (``<cache dir>/parsed-yaml-v1/<sha256 of the text>.json``): the same
+Parsing the registry's coefficient sets (1.3 MB of YAML) was most of a first ``open()``, so
+the parsed data of every file read is kept as JSON in a content-addressed cache (``<cache dir>/parsed-yaml-v1/<sha256 of the text>.json``): the same
 text always parses to the same data, so an entry never goes stale. The cache directory is
 ``$LATENCYKERNEL_CACHE_DIR``, else ``$XDG_CACHE_HOME/latencykernel``, else
 ``~/.cache/latencykernel``; ``LATENCYKERNEL_CACHE_DIR=""`` turns it off. Data JSON cannot
@@ -15,14 +14,13 @@ skipped silently.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import re
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from latencykernel.errors import DocumentError
 
@@ -35,32 +33,36 @@ __all__ = [
     "PARSE_CACHE_MIN_BYTES",
 ]
 
-_BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
+@functools.cache
+def _loader() -> Any:
+    """The safe loader class: rejects duplicate keys and reads ``7.0e3`` as a float (built on
+    first use, so a load served from the parse cache never imports PyYAML)."""
+    import yaml
 
-class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
-    """Safe loader that rejects duplicate keys and reads ``7.0e3`` as a float."""
+    base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> Any:
-        if isinstance(node, yaml.MappingNode):
-            seen: set[str] = set()
-            for key_node, _ in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
-                    continue
-                if key_node.value in seen:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, f"duplicate key {key_node.value!r}", key_node.start_mark
-                    )
-                seen.add(key_node.value)
-        return super().construct_mapping(node, deep=deep)
+    class _Loader(base):  # type: ignore[misc, valid-type]
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            if isinstance(node, yaml.MappingNode):
+                seen: set[str] = set()
+                for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+                        continue
+                    if key_node.value in seen:
+                        raise yaml.constructor.ConstructorError(
+                            None, None, f"duplicate key {key_node.value!r}", key_node.start_mark
+                        )
+                    seen.add(key_node.value)
+            return super().construct_mapping(node, deep=deep)
 
-
-# YAML 1.1 (PyYAML) needs a sign in the exponent; YAML 1.2 and Go do not.
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"),
-)
+    # YAML 1.1 (PyYAML) needs a sign in the exponent; YAML 1.2 and Go do not.
+    _Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:float",
+        re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+        list("-+0123456789"),
+    )
+    return _Loader
 
 
 def _read_text(path: Path) -> str:
@@ -76,14 +78,14 @@ def _read_text(path: Path) -> str:
         raise DocumentError(f"{path}: cannot be read ({e.strerror})", file=str(path)) from None
 
 
-def _yaml_error(path: Path, e: yaml.YAMLError) -> DocumentError:
+def _yaml_error(path: Path, e: Exception) -> DocumentError:
     mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
     problem = getattr(e, "problem", None) or str(e)
     where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
     return DocumentError(f"{path}: {where}invalid YAML: {problem}", file=str(path))
 
 
-PARSE_CACHE_MIN_BYTES = 8 * 1024
+PARSE_CACHE_MIN_BYTES = 0  # every file: a load served from the cache imports no PyYAML
 _PARSE_CACHE_VERSION = "parsed-yaml-v1"  # bump when the loader's rules change
 
 
@@ -119,33 +121,34 @@ def _cached_parse(text: str, parse: Any) -> Any:
     return data
 
 
-def _load_one(text: str) -> Any:
-    return yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader
+def _parser(path: Path, every: bool) -> Any:
+    """A function parsing one file's text (``every``: all its documents), YAML errors as
+    ``DocumentError`` naming the file and place."""
 
+    def parse(text: str) -> Any:
+        import yaml
 
-def _load_all(text: str) -> list[Any]:
-    return list(yaml.load_all(text, Loader=_Loader))  # noqa: S506 - a safe loader
+        try:
+            if every:
+                return list(yaml.load_all(text, Loader=_loader()))  # noqa: S506 - a safe loader
+            return yaml.load(text, Loader=_loader())  # noqa: S506 - a safe loader
+        except yaml.YAMLError as e:
+            raise _yaml_error(path, e) from None
+
+    return parse
 
 
 def read_yaml(path: str | os.PathLike[str]) -> Any:
     """Parse one YAML document (``None`` for an empty file)."""
     p = Path(path)
-    text = _read_text(p)
-    try:
-        return _cached_parse(text, _load_one)
-    except yaml.YAMLError as e:
-        raise _yaml_error(p, e) from None
+    return _cached_parse(_read_text(p), _parser(p, every=False))
 
 
 def read_yaml_all(path: str | os.PathLike[str]) -> list[Any]:
     """Parse every YAML document of a file (a bundle holds two)."""
     p = Path(path)
-    text = _read_text(p)
-    try:
-        data = _cached_parse(text, _load_all)
-        return data if isinstance(data, list) else [data]
-    except yaml.YAMLError as e:
-        raise _yaml_error(p, e) from None
+    data = _cached_parse(_read_text(p), _parser(p, every=True))
+    return data if isinstance(data, list) else [data]
 
 
 def is_comment_key(key: Any) -> bool:

@@ -15,7 +15,6 @@ from latencykernel.scenarios import registry
 from latencykernel.scenarios.base import InputDoc, Scenario
 from latencykernel.scenarios.hardware import Hardware
 from latencykernel.scenarios.metadata import output
-from latencykernel.scenarios.named import register
 from latencykernel.scenarios.units import (
     Q_,
     as_quantity,
@@ -196,32 +195,3 @@ class RingAttentionScenario(Scenario):
         rate = self.accelerator.peak_flops_per_s(self.precision) * self.local_efficiency
         b = magnitude_in(self.element_bytes, "B")
         return {k: quantity(2 * b * rate / (4 * magnitude_in(bw, "B/s")), "token") for k, bw in self.links.items()}
-
-
-@register("AttentionScores4096TokensFp32")
-def _tiling() -> AttentionTilingScenario:
-    return AttentionTilingScenario(
-        key="AttentionScores4096TokensFp32",
-        name="One attention head at 4,096 tokens in FP32, in 128 x 128 tiles",
-        description="The score matrix, a tile, 16 heads, and what standard and FlashAttention store per head.",
-        seq_len=4096,
-        head_dim=64,
-        tile=128,
-        heads=16,
-        bytes_per_value=Q_(4, "B"),
-    )
-
-
-@register("H100RingAttentionChunk")
-def _ring() -> RingAttentionScenario:
-    return RingAttentionScenario(
-        key="H100RingAttentionChunk",
-        name="Ring attention chunk size on H100",
-        description="FP16 keys and values at half the dense FP16 peak, over NVLink or one NDR port.",
-        sources=("accelerator: NVIDIA H100 as mlsysim 0.3.0 records it (989 TFLOP/s dense FP16)",),
-        accelerator=Hardware.recorded("H100"),
-        precision="fp16_dense",
-        local_efficiency=0.5,
-        element_bytes=Q_(2, "B"),
-        links={"NVLink": Q_(450, "GB/s"), "InfiniBand NDR": Q_(400, "Gbps")},
-    )

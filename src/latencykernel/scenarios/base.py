@@ -87,7 +87,7 @@ class Scenario:
 
     # -- common behaviour -------------------------------------------------------------------
     def _set(self, name: str, value: Any) -> None:
-        object.__setattr__(self, name, value)
+        self.__dict__[name] = value  # what object.__setattr__ does on a frozen dataclass, faster
 
     def variant(self: S, **changes: Any) -> S:
         """A copy with some inputs changed, validated like a new scenario.
@@ -100,14 +100,39 @@ class Scenario:
         hardware's own source is listed instead. With no input changed, the original's text
         is kept."""
         origin = self.key or self.variant_of
-        new = dataclasses.replace(self, **{"key": None, "variant_of": origin, **changes})
+        names = _field_names(type(self))
+        if not names.issuperset(changes):
+            unknown = [n for n in changes if n not in names]
+            from latencykernel.errors import ScenarioInputError
+
+            raise ScenarioInputError(
+                f"{unknown[0]!r} is not an input of {type(self).__name__}; its inputs are: "
+                f"{', '.join(_input_names(type(self)))}",
+                argument=unknown[0],
+                value=changes[unknown[0]],
+            )
+        # A copy of the validated instance with the changes, validated again as a whole (as
+        # construction does: ``_validate`` sees every input), without dataclass re-construction.
+        new = object.__new__(type(self))
+        state = new.__dict__
+        state.update(self.__dict__)
+        state.update(changes)
+        state["key"] = None
+        state["variant_of"] = origin
+        if "sources" in changes:
+            state["sources"] = tuple(changes["sources"])
+        new._validate()
         reference: Scenario = self
         if origin is not None and self.key is None:
             from latencykernel.scenarios.named import get  # lazy: named imports the families
 
             reference = get(origin)
-        before = reference.inputs()
-        changed = {n: v for n, v in new.inputs().items() if n in before and not _same(v, before[n])}
+        before, after = reference.__dict__, state
+        changed = {
+            n: after[n]
+            for n in _input_names(type(self))
+            if after[n] is not before[n] and not _same(after[n], before[n])
+        }
         base = origin or self.name or type(self).__name__
         text: dict[str, Any] = {
             "name": reference.name,
@@ -122,12 +147,13 @@ class Scenario:
                 if reference.description
                 else f"{base} with {label}."
             )
-            kept = tuple(s for s in reference.sources if not _names_any(s, changed))
+            names_changed = tuple(changed)
+            kept = tuple(s for s in reference.sources if not _names_any(s, names_changed))
             added = tuple(f"{n}: {v.source}" for n, v in changed.items() if isinstance(getattr(v, "source", None), str))
             text["sources"] = kept + added
         for field in ("name", "description", "sources"):
             if field not in changes:
-                object.__setattr__(new, field, text[field])
+                state[field] = text[field]
         return new
 
     @classmethod
@@ -137,8 +163,7 @@ class Scenario:
 
     def inputs(self) -> dict[str, Any]:
         """The stated inputs (without key, name, description and sources)."""
-        skip = {"key", "name", "description", "sources", "variant_of"}
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in skip}
+        return {n: getattr(self, n) for n in _input_names(type(self))}
 
     def evaluate(self) -> list[Evaluation]:
         """Every output at the scenario's own sample arguments, errors recorded (not raised)
@@ -158,6 +183,28 @@ class Scenario:
     @property
     def title(self) -> str:
         return self.name or self.key or type(self).__name__
+
+
+_TEXT_FIELDS = frozenset({"key", "name", "description", "sources", "variant_of"})
+
+
+_FIELDS: dict[type, frozenset[str]] = {}
+_INPUTS: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> frozenset[str]:
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = frozenset(f.name for f in dataclasses.fields(cls))
+    return names
+
+
+def _input_names(cls: type) -> tuple[str, ...]:
+    """A scenario class's stated inputs, in field order (without its text fields)."""
+    names = _INPUTS.get(cls)
+    if names is None:
+        names = _INPUTS[cls] = tuple(f.name for f in dataclasses.fields(cls) if f.name not in _TEXT_FIELDS)
+    return names
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -183,7 +230,17 @@ def _shown(v: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _names_any(source: str, inputs: dict[str, Any]) -> bool:
+_NAMES_ANY: dict[tuple[str, tuple[str, ...]], bool] = {}
+
+
+def _names_any(source: str, inputs: tuple[str, ...]) -> bool:
     """Whether a source's label (the text before its first colon) names one of ``inputs``."""
-    label = source.split(":", 1)[0]
-    return any(re.search(rf"\b{re.escape(n)}\b", label) for n in inputs)
+    key = (source, inputs)
+    hit = _NAMES_ANY.get(key)
+    if hit is None:
+        label = source.split(":", 1)[0]
+        hit = any(re.search(rf"\b{re.escape(n)}\b", label) for n in inputs)
+        if len(_NAMES_ANY) > 4096:
+            _NAMES_ANY.clear()
+        _NAMES_ANY[key] = hit
+    return hit

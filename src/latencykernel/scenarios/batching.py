@@ -10,7 +10,6 @@ import pint
 from latencykernel.errors import ScenarioInputError
 from latencykernel.scenarios.base import InputDoc, Scenario
 from latencykernel.scenarios.metadata import output
-from latencykernel.scenarios.named import register
 from latencykernel.scenarios.units import Q_, as_quantity, int_list, magnitude_in, nonnegative_int, quantity
 
 __all__ = ["BatchingKneeScenario"]
@@ -94,56 +93,3 @@ class BatchingKneeScenario(Scenario):
         """Throughput as a share of its ceiling 1/t_req."""
         b, s = self._s(batch_size)
         return b * self._tr / s  # type: ignore[attr-defined,no-any-return]
-
-
-def _knee(
-    key: str,
-    name: str,
-    description: str,
-    t0: Any,
-    tr: Any,
-    batches: tuple[int, ...] = (),
-    sources: tuple[str, ...] = (),
-) -> BatchingKneeScenario:
-    return BatchingKneeScenario(
-        key=key,
-        name=name,
-        description=description,
-        sources=sources,
-        fixed_time=t0,
-        per_request_time=tr,
-        batch_sizes=batches,
-    )
-
-
-register("LlmDecodeBatchingKnee")(
-    lambda: _knee(
-        "LlmDecodeBatchingKnee",
-        "LLM decode batch: 40 ms fixed, 0.5 ms per sequence",
-        "About 40 ms streams a 70B model's FP16 weights through one H100's HBM (Llama3_70B_DecodeH100); 0.5 ms reads "
-        "one sequence's own KV state.",
-        Q_(40, "ms"),
-        Q_(0.5, "ms"),
-    )
-)
-register("ResNet50EagerFp16BatchingH100")(
-    lambda: _knee(
-        "ResNet50EagerFp16BatchingH100",
-        "ResNet-50 eager FP16 batches on one H100",
-        "Fixed cost per pass (kernel issue, per-kernel floor, one weight read) plus device work per image, from the "
-        "shared ResNet-50 H100 profile.",
-        Q_(3.495257929552239, "ms"),
-        Q_(32.861476238624874, "µs"),
-        (1, 8, 32, 128),
-        ("fixed_time and per_request_time as mlsysim's ResNet-50 H100 profile states them",),
-    )
-)
-register("VisionBatchingKnee")(
-    lambda: _knee(
-        "VisionBatchingKnee",
-        "Vision batch: 2 ms fixed, 1 ms per image",
-        "A compute-bound vision model whose fixed cost per batch is small.",
-        Q_(2, "ms"),
-        Q_(1, "ms"),
-    )
-)

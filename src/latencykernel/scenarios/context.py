@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -11,7 +10,6 @@ import pint
 from latencykernel.errors import ScenarioInputError
 from latencykernel.scenarios.base import InputDoc, Scenario
 from latencykernel.scenarios.metadata import output
-from latencykernel.scenarios.named import register
 from latencykernel.scenarios.units import Q_, count
 
 __all__ = ["ContextGrowthScenario", "ContextAdmissionScenario"]
@@ -127,34 +125,3 @@ class ContextAdmissionScenario(Scenario):
     def admitted(self) -> bool:
         """Whether the request fits."""
         return self.text_tokens + self.image_tokens <= self.window - self.output_reserve
-
-
-def _growth(key: str, tokens: int, name: str) -> ContextGrowthScenario:
-    return ContextGrowthScenario(
-        key=key,
-        name=name,
-        description="Score memory grows with the square of the length ratio.",
-        base_tokens=512,
-        tokens=tokens,
-    )
-
-
-register("BertWindowToFourK")(
-    functools.partial(_growth, "BertWindowToFourK", 4096, "BERT's 512 learned positions against a 4,096-token input")
-)
-register("BertWindowToOneK")(functools.partial(_growth, "BertWindowToOneK", 1024, "BERT's window doubled"))
-register("BertWindowToTwoK")(functools.partial(_growth, "BertWindowToTwoK", 2048, "BERT's window quadrupled"))
-
-
-@register("MultimodalContextAdmission")
-def _mm() -> ContextAdmissionScenario:
-    return ContextAdmissionScenario(
-        key="MultimodalContextAdmission",
-        name="Text request plus a screenshot against an 8,192-token window",
-        description="A 6,000-token serialized text request with 1,024 tokens reserved for the reply; the vision front "
-        "end charges 2,048 positions for the image.",
-        window=8192,
-        output_reserve=1024,
-        text_tokens=6000,
-        image_tokens=2048,
-    )

@@ -14,7 +14,6 @@ from latencykernel.errors import ScenarioInputError
 from latencykernel.scenarios.base import InputDoc, Scenario
 from latencykernel.scenarios.batching import BatchingKneeScenario
 from latencykernel.scenarios.metadata import output
-from latencykernel.scenarios.named import register
 from latencykernel.scenarios.units import (
     Q_,
     as_quantity,
@@ -490,99 +489,3 @@ class TokenEnergyScenario(Scenario):
         """Energy per token at any token rate, at the well-used or poorly used power."""
         rate = _v(as_quantity("token_rate", token_rate, "1/s", positive=True), "1/s")
         return quantity(self._power(bool(low_use)) / rate, "J")
-
-
-# ---------------------------------------------------------------------------- named scenarios
-@register("ResNet50BatchOneVersusEightCostH100")
-def _batch_cost() -> BatchServingCostScenario:
-    from latencykernel.scenarios.named import get
-
-    return BatchServingCostScenario(
-        key="ResNet50BatchOneVersusEightCostH100",
-        name="ResNet-50 on one rented H100 at batch 1 and batch 8",
-        description="Cost per million requests when the accelerator serves one image per pass or eight.",
-        sources=("service: the named scenario ResNet50EagerFp16BatchingH100",),
-        service=get("ResNet50EagerFp16BatchingH100"),
-        price=Q_(4, "dollar/h"),
-        batch_sizes=(1, 8),
-    )
-
-
-@register("ResNet50CloudInstanceCost")
-def _instances() -> ServingInstanceCostScenario:
-    from latencykernel.scenarios.named import get
-
-    return ServingInstanceCostScenario(
-        key="ResNet50CloudInstanceCost",
-        name="ResNet-50 on a CPU instance, a T4 instance, and an H100",
-        description="Hourly prices and saturated image rates; the H100 runs batch 32 of the eager FP16 profile.",
-        sources=(
-            "H100 rate: throughput(32) of the named scenario ResNet50EagerFp16BatchingH100",
-            "CPU and T4 prices and rates as mlsysim states them",
-        ),
-        prices={"CPU": Q_(0.17, "dollar/h"), "T4": Q_(0.53, "dollar/h"), "H100": Q_(4, "dollar/h")},
-        rates={"CPU": Q_(50, "1/s"), "T4": Q_(400, "1/s"), "H100": get("ResNet50EagerFp16BatchingH100").throughput(32)},
-        small="T4",
-        large="H100",
-    )
-
-
-@register("InteractiveRequestServingTax")
-def _tax() -> ServingTaxScenario:
-    return ServingTaxScenario(
-        key="InteractiveRequestServingTax",
-        name="A 100 ms interactive request with 70 ms of model execution",
-        description="Everything outside the model (routing, network, serialization, coordination, queueing) shares "
-        "what is left; four sequential exchanges of 50 to 500 us.",
-        latency_target=Q_(100, "ms"),
-        model_time=Q_(70, "ms"),
-        exchanges=4,
-        exchange_low=Q_(50, "µs"),
-        exchange_high=Q_(500, "µs"),
-    )
-
-
-@register("LlmServingFirstYear")
-def _first_year() -> ServingCostScenario:
-    return ServingCostScenario(
-        key="LlmServingFirstYear",
-        name="A 70B model trained once, then served for a year",
-        description="One million daily users send 50 requests each at an assumed tenth of a cent per request; "
-        "training cost $2M once.",
-        training_cost=Q_(2e6, "dollar"),
-        daily_users=1_000_000,
-        requests_per_user_per_day=50,
-        cost_per_request=Q_(0.001, "dollar"),
-        efficiency_gain=0.1,
-        days_per_year=365,
-    )
-
-
-@register("TenMillionQueriesAgainstLab64Training")
-def _crossover() -> ServingCrossoverScenario:
-    return ServingCrossoverScenario(
-        key="TenMillionQueriesAgainstLab64Training",
-        name="Ten million queries a day against the 64-A100 training run",
-        description="Days of serving at 1 Wh per query that equal the lab run's facility energy.",
-        sources=("one_time_energy: the 64-A100 lab run's facility energy, as mlsysim states it",),
-        one_time_energy=Q_(13.246464000000001, "MWh"),
-        requests_per_day=Q_(1e7, "1/day"),
-        energy_per_request=Q_(0.001, "kWh"),
-    )
-
-
-@register("H100ChatEnergyPerToken")
-def _energy() -> TokenEnergyScenario:
-    return TokenEnergyScenario(
-        key="H100ChatEnergyPerToken",
-        name="Energy per generated token of an H100 chat service, well used and poorly used",
-        description="The H100 at its TDP plus a 300 W host share, 114 requests at 8 tokens per second each; at 10 "
-        "percent of that rate the GPU still draws 300 W.",
-        accelerator_power=Q_(700, "W"),
-        host_power=Q_(300, "W"),
-        low_use_accelerator_power=Q_(300, "W"),
-        concurrent_requests=114,
-        per_request_rate=Q_(8, "1/s"),
-        response_tokens=500,
-        low_use_fraction=0.1,
-    )

@@ -11,8 +11,7 @@ from latencykernel.errors import ScenarioInputError
 from latencykernel.scenarios import registry
 from latencykernel.scenarios.base import InputDoc, Scenario
 from latencykernel.scenarios.metadata import output
-from latencykernel.scenarios.named import register
-from latencykernel.scenarios.units import Q_, as_quantity, magnitude_in, nonnegative_int, quantity
+from latencykernel.scenarios.units import as_quantity, magnitude_in, nonnegative_int, quantity
 from latencykernel.scenarios.workloads import Workload
 
 __all__ = ["ExpertWeightTrafficScenario"]
@@ -98,17 +97,3 @@ class ExpertWeightTrafficScenario(Scenario):
         """Weight bytes a decode step over ``batch_size`` sequences reads: dense part plus the expected distinct experts."""
         b = nonnegative_int("batch_size", batch_size)
         return quantity(self.workload.weights_read_parameters(b) * self._b(), "B", "GB")
-
-
-@register("DeepSeekV3WeightTraffic")
-def _dsv3() -> ExpertWeightTrafficScenario:
-    return ExpertWeightTrafficScenario(
-        key="DeepSeekV3WeightTraffic",
-        name="DeepSeek-V3 weight bytes against a dense 400B model, FP16",
-        description="All experts resident against the active parameters one token reads, beside a dense model that "
-        "reads every weight each step. Payload counts, not latencies.",
-        sources=("workload: DeepSeek-V3 as mlsysim 0.3.0 records it (671 B total, 37 B active, 256 experts, top 8)",),
-        workload=Workload.recorded("DeepSeek_V3"),
-        dense_parameters=Q_(400, "Bparam"),
-        bytes_per_param=Q_(2, "B"),
-    )

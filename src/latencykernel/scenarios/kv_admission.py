@@ -9,7 +9,6 @@ through the one KV law the kernel sizes its cache with.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -19,9 +18,8 @@ import pint
 from latencykernel.errors import NotApplicableError
 from latencykernel.scenarios import registry
 from latencykernel.scenarios.base import InputDoc, Scenario
-from latencykernel.scenarios.kv_footprint import _FULL, _GEOMETRY, _NO_PAGING, _NO_RUNTIME, _rec_src
+from latencykernel.scenarios.kv_footprint import _FULL, _GEOMETRY, _NO_PAGING, _NO_RUNTIME
 from latencykernel.scenarios.metadata import output
-from latencykernel.scenarios.named import register
 from latencykernel.scenarios.units import Q_, as_quantity, count, magnitude_in, positive_int, quantity
 from latencykernel.scenarios.workloads import Workload
 
@@ -288,118 +286,3 @@ class PrecisionDividendScenario(Scenario):
     def budget_gain(self) -> float:
         """Cache budget growth from the lighter weights."""
         return self._budget(True) / self._budget(False)
-
-
-# ---------------------------------------------------------------------------- named scenarios
-def _admission(
-    key: str,
-    name: str,
-    description: str,
-    model: str,
-    n: int,
-    wb: str,
-    reserve: str,
-    ctx: int,
-    requests: int | None = None,
-) -> KvAdmissionScenario:
-    return KvAdmissionScenario(
-        key=key,
-        name=name,
-        description=description,
-        sources=_rec_src(model) + ("memory: 80 GiB per H100, as mlsysim registers it",),
-        workload=Workload.recorded(model),
-        accelerators=n,
-        hbm_per_accelerator=Q_(80, "GiB"),
-        weight_bytes_per_param=Q_(wb),
-        reserve=Q_(reserve),
-        context_tokens=ctx,
-        kv_bytes_per_elem=Q_(2, "B"),
-        requests=requests,
-    )
-
-
-_ADMISSIONS: dict[str, tuple[Any, ...]] = {
-    "Llama3_70BAgentContextAdmissionDgxH100": (
-        "32,768-token agent requests on the 70B GQA replica (8 H100s)",
-        "The repair request's 32,768 retained tokens per request, same replica and reserve.",
-        "Llama3_70B",
-        8,
-        "2 B",
-        "20 GB",
-        32768,
-    ),
-    "Llama3_70BInt4KvBudgetH100": (
-        "A 70B-class model with 4-bit weights on one H100: the 16-bit cache budget",
-        "Llama 3 70B geometry (80 layers, 8 key-value heads of 128); 4-bit weights.",
-        "Llama3_70B",
-        1,
-        "0.5 B",
-        "0 GB",
-        8192,
-        32,
-    ),
-    "Llama3_70BLongContextAdmissionDgxH100": (
-        "128K-token requests on the 70B GQA replica (8 H100s)",
-        "FP16 weights and KV cache; HBM at the registered byte capacity, less a 20 GB runtime reserve.",
-        "Llama3_70B",
-        8,
-        "2 B",
-        "20 GB",
-        131072,
-    ),
-    "Llama3_70BShortContextAdmissionDgxH100": (
-        "8,192-token requests on the 70B GQA replica (8 H100s)",
-        "A short session of 8,192 retained tokens per request, same replica and reserve.",
-        "Llama3_70B",
-        8,
-        "2 B",
-        "20 GB",
-        8192,
-    ),
-    "Llama3_8BFp16ConversationsH100": (
-        "Llama 3 8B conversations of 8,192 tokens on one H100, 16-bit weights and cache",
-        "The H100's memory after the weights, over each conversation's cache; no runtime reserve.",
-        "Llama3_8B",
-        1,
-        "2 B",
-        "0 GB",
-        8192,
-    ),
-}
-
-for _key, _args in _ADMISSIONS.items():
-    register(_key)(functools.partial(_admission, _key, *_args))
-
-
-def _dividend(key: str, name: str, description: str, kv_heads: int) -> PrecisionDividendScenario:
-    return PrecisionDividendScenario(
-        key=key,
-        name=name,
-        description=description,
-        sources=_rec_src("Llama2_70B") + ("memory: a decimal 80 GB per GPU, as the scenario states its budget",),
-        workload=Workload.recorded("Llama2_70B"),
-        tp_size=8,
-        hbm_per_accelerator=Q_(80, "GB"),
-        context_tokens=4096,
-        kv_heads=kv_heads,
-    )
-
-
-register("Llama2_70BPrecisionDividendGqaTp8")(
-    lambda: _dividend(
-        "Llama2_70BPrecisionDividendGqaTp8",
-        "Precision dividend of a 70B GQA model on 8 H100s",
-        "INT4 weights and an INT8 KV cache against FP16 for both, at a 4,096-token context, with a decimal 80 GB "
-        "budget per GPU.",
-        8,
-    )
-)
-register("Llama2_70BPrecisionDividendMhaTp8")(
-    lambda: _dividend(
-        "Llama2_70BPrecisionDividendMhaTp8",
-        "Precision dividend of the same 70B model with 64-head attention",
-        "INT4 weights and an INT8 KV cache against FP16 for both, at a 4,096-token context, with a decimal 80 GB "
-        "budget per GPU.",
-        64,
-    )
-)

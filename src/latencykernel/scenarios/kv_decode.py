@@ -19,7 +19,6 @@ from latencykernel.scenarios import registry
 from latencykernel.scenarios.base import InputDoc, Scenario
 from latencykernel.scenarios.hardware import Hardware
 from latencykernel.scenarios.metadata import output
-from latencykernel.scenarios.named import register
 from latencykernel.scenarios.units import (
     Q_,
     as_quantity,
@@ -436,30 +435,3 @@ class SparseKvDecodeBatchScenario(KvDecodeBatchScenario):
             else:
                 hi = mid
         return lo
-
-
-# ---------------------------------------------------------------------------- named scenarios
-@register("Gpt2XlChatDecodeBatchesH100")
-def _gpt2_xl_chat_decode_batches_h100() -> KvDecodeBatchScenario:
-    return KvDecodeBatchScenario(
-        key="Gpt2XlChatDecodeBatchesH100",
-        name="GPT-2 XL chat decode batches on one H100 with full 1,024-token contexts",
-        description=(
-            "FP16 weights read once per step; every sequence reads its own FP16 cache (no grouped-query "
-            "sharing); a 512-token prompt prefilled at 40 percent of the dense FP16 peak."
-        ),
-        sources=(
-            "workload: GPT-2 XL as mlsysim 0.3.0 records it: 1.5 B parameters (nominal; its graph counts "
-            "1.56 B), 48 layers, 25 heads of 64 (MHA)",
-            "hardware: NVIDIA H100 as mlsysim 0.3.0 records it: 3.35 TB/s, 80 GiB, 989 TFLOP/s dense FP16",
-        ),
-        workload=Workload.recorded("GPT2"),
-        hardware=Hardware.recorded("H100"),
-        weight_bytes_per_param=Q_(2, "B"),
-        kv_bytes_per_value=Q_(2, "B"),
-        context_tokens=1024,
-        batch_sizes=(1, 8, 32, 64, 128),
-        prompt_tokens=512,
-        prefill_efficiency=0.4,
-        peak_precision="fp16_dense",
-    )

@@ -19,7 +19,6 @@ from latencykernel.scenarios import registry
 from latencykernel.scenarios.base import InputDoc, Scenario
 from latencykernel.scenarios.hardware import Hardware
 from latencykernel.scenarios.metadata import output
-from latencykernel.scenarios.named import register
 from latencykernel.scenarios.units import (
     Q_,
     as_quantity,
@@ -306,65 +305,3 @@ class ContextMemoryCrossingScenario(Scenario):
     def kv_score_crossing(self) -> pint.Quantity:
         """Context at which one layer's scores equal the whole cache."""
         return Q_(self.workload.kv_bytes(self._b()) / (self.workload.heads * self._b()), "token")  # type: ignore[operator]
-
-
-# ---------------------------------------------------------------------------- named scenarios
-def _rec_src(*keys: str) -> tuple[str, ...]:
-    return tuple(f"workload: {Workload.recorded(k).name} as mlsysim 0.3.0 records it" for k in keys)
-
-
-@register("Gpt2XlKvFullWindow")
-def _gpt2_kv() -> KvFootprintScenario:
-    return KvFootprintScenario(
-        key="Gpt2XlKvFullWindow",
-        name="GPT-2 XL's FP16 KV cache at its 1,024-token window",
-        description="2 x 48 layers x 1,600 x 2 bytes per kept token.",
-        sources=_rec_src("GPT2"),
-        workload=Workload.recorded("GPT2"),
-        tokens=1024,
-        bytes_per_value=Q_(2, "B"),
-    )
-
-
-@register("Llama2_7BKvAt2048Tokens")
-def _llama2_kv() -> KvFootprintScenario:
-    return KvFootprintScenario(
-        key="Llama2_7BKvAt2048Tokens",
-        name="Llama 2 7B's FP16 KV cache for one 2,048-token request",
-        description="32 layers, 32 key-value heads of 128, FP16.",
-        sources=_rec_src("Llama2_7B"),
-        workload=Workload.recorded("Llama2_7B"),
-        tokens=2048,
-        bytes_per_value=Q_(2, "B"),
-    )
-
-
-@register("KvBytesPerTokenByAttentionDesign")
-def _design() -> KvAttentionDesignScenario:
-    keys = ("GPT3", "Llama3_405B", "Llama3_70B", "Llama2_70B", "Mixtral_8x7B", "DeepSeek_V3")
-    return KvAttentionDesignScenario(
-        key="KvBytesPerTokenByAttentionDesign",
-        name="KV bytes per token across multi-head, grouped-query, and latent attention",
-        description="Six registry geometries at 16 bits; GPT-3 (MHA), Llama 3 70B (GQA), and DeepSeek-V3 (MLA) as "
-        "references, with one 131,072-token session.",
-        sources=_rec_src(*keys),
-        models=tuple(Workload.recorded(k) for k in keys),
-        mha=Workload.recorded("GPT3"),
-        gqa=Workload.recorded("Llama3_70B"),
-        mla=Workload.recorded("DeepSeek_V3"),
-        precision="fp16",
-        session_tokens=131072,
-    )
-
-
-@register("Gpt2XlContextMemoryOnH100")
-def _crossing() -> ContextMemoryCrossingScenario:
-    return ContextMemoryCrossingScenario(
-        key="Gpt2XlContextMemoryOnH100",
-        name="GPT-2 XL's weights, KV cache, and one layer's scores against one H100",
-        description="FP16 throughout; where the linear cache and the quadratic scores cross fixed budgets.",
-        sources=_rec_src("GPT2") + ("hardware: NVIDIA H100 as mlsysim 0.3.0 records it (80 GiB)",),
-        workload=Workload.recorded("GPT2"),
-        hardware=Hardware.recorded("H100"),
-        bytes_per_value=Q_(2, "B"),
-    )

@@ -14,7 +14,6 @@ from latencykernel.scenarios.base import InputDoc, Scenario
 from latencykernel.scenarios.kv_admission import KvAdmissionScenario
 from latencykernel.scenarios.kv_residency import paged_bytes_q
 from latencykernel.scenarios.metadata import output
-from latencykernel.scenarios.named import register
 from latencykernel.scenarios.prefill import PrefixRebuildScenario
 from latencykernel.scenarios.units import Q_, as_quantity, count, fraction, magnitude_in, quantity
 
@@ -337,72 +336,3 @@ class KvResidencyArchetypeScenario(Scenario):
     def shared_released_rate(self) -> pint.Quantity:
         """Turns per second, sharing, cache released during the wait."""
         return quantity(self._fits()[1] / self._g(), "1/s")
-
-
-# ---------------------------------------------------------------------------- named scenarios
-@register("RepairToolWaitPausedState")
-def _paused() -> PausedKvStateScenario:
-    from latencykernel.scenarios.named import get
-
-    return PausedKvStateScenario(
-        key="RepairToolWaitPausedState",
-        name="Repair request paused for a 45 s integration test: keep, move, or drop its KV state",
-        description="The 32,768-token request in 16-token blocks, moved over the eight PCIe host links in parallel; "
-        "32 such requests returning together.",
-        sources=(
-            "pool: the named scenario Llama3_70BAgentContextAdmissionDgxH100",
-            "prefill: the named scenario InvariantPrefixRebuildDgxH100 (8 H100s, 45 % of peak)",
-            "host link: 64 GB/s PCIe Gen5 x16 per H100, as mlsysim 0.3.0 records it",
-        ),
-        pool=get("Llama3_70BAgentContextAdmissionDgxH100"),
-        prefill=get("InvariantPrefixRebuildDgxH100"),
-        context_tokens=32768,
-        block_tokens=16,
-        wait=Q_(45, "s"),
-        link_fraction=0.25,
-        returns=32,
-    )
-
-
-def _archetype(
-    key: str, name: str, description: str, ctx: int, shared: int, gen: float, wait: float
-) -> KvResidencyArchetypeScenario:
-    from latencykernel.scenarios.named import get
-
-    return KvResidencyArchetypeScenario(
-        key=key,
-        name=name,
-        description=description,
-        sources=("paused: the named scenario RepairToolWaitPausedState",),
-        paused=get("RepairToolWaitPausedState"),
-        context_tokens=ctx,
-        shared_prefix=shared,
-        generation=Q_(gen, "s"),
-        wait=Q_(wait, "s"),
-    )
-
-
-register("RepairAgentResidency")(
-    lambda: _archetype(
-        "RepairAgentResidency",
-        "Repair agent: sharing only its system prompt and tool schemas, 5 s generation, 45 s test",
-        "The 32,768-token repair context with the support profile's 6,144-token shared prefix (taken to be the same "
-        "length).",
-        32768,
-        6144,
-        5.0,
-        45.0,
-    )
-)
-register("SupportAgentResidency")(
-    lambda: _archetype(
-        "SupportAgentResidency",
-        "Customer-support agent: shared policy prefix, short generation, customer reply wait",
-        "The CustomerOps support profile's session context, shared prefix, generation residence, and customer reply "
-        "time.",
-        8192,
-        6144,
-        2.0,
-        20.0,
-    )
-)

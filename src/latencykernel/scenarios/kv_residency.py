@@ -17,7 +17,6 @@ from latencykernel.errors import ScenarioInputError
 from latencykernel.scenarios.base import InputDoc, Scenario
 from latencykernel.scenarios.kv_admission import KvAdmissionScenario
 from latencykernel.scenarios.metadata import output as out  # "output" is also an input name below
-from latencykernel.scenarios.named import register
 from latencykernel.scenarios.units import Q_, as_quantity, count, fraction, magnitude_in, quantity
 
 __all__ = ["KvForkCopyScenario", "PagedAllocationScenario", "KvBlockSharingScenario"]
@@ -427,62 +426,3 @@ class KvBlockSharingScenario(Scenario):
         s = super().symbols()
         s["paged_bytes"] = paged_bytes_q
         return s
-
-
-# ---------------------------------------------------------------------------- named scenarios
-_AGENT_POOL = "pool: the named scenario Llama3_70BAgentContextAdmissionDgxH100 (8 H100s, 32,768-token requests)"
-
-
-def _agent_pool() -> KvAdmissionScenario:
-    from latencykernel.scenarios.named import get
-
-    pool: KvAdmissionScenario = get("Llama3_70BAgentContextAdmissionDgxH100")
-    return pool
-
-
-@register("CappedRequestsPagedAllocation")
-def _capped() -> PagedAllocationScenario:
-    return PagedAllocationScenario(
-        key="CappedRequestsPagedAllocation",
-        name="Requests capped at 32,768 tokens with a mean final length of 2,048: reserved or paged",
-        description="Full-cap contiguous reservation against 16- and 64-token blocks in the same pool; final lengths "
-        "capped exponential (a modeling assumption).",
-        sources=(_AGENT_POOL,),
-        pool=_agent_pool(),
-        cap=32768,
-        mean_final=2048,
-        small_block=16,
-        large_block=64,
-    )
-
-
-@register("ForkedCandidatesPrefixCopy")
-def _fork() -> KvForkCopyScenario:
-    return KvForkCopyScenario(
-        key="ForkedCandidatesPrefixCopy",
-        name="Four candidate repairs forked from an 8,192-token prefix without block sharing",
-        description="Each candidate copies the prefix's KV state under contiguous allocation.",
-        sources=(_AGENT_POOL,),
-        pool=_agent_pool(),
-        prefix_tokens=8192,
-        branches=4,
-    )
-
-
-@register("RepairBlockSharingResidency")
-def _sharing() -> KvBlockSharingScenario:
-    return KvBlockSharingScenario(
-        key="RepairBlockSharingResidency",
-        name="Repair requests in 16-token blocks: unshared, sharing a workspace prefix, kept or released",
-        description="32,768 input and 2,048 output tokens per request, a 24,576-token shareable prefix, 10 percent "
-        "headroom, 5 s of generation and a 45 s test per turn.",
-        sources=(_AGENT_POOL,),
-        pool=_agent_pool(),
-        headroom=0.1,
-        context=32768,
-        output=2048,
-        common=24576,
-        block_tokens=16,
-        generation=Q_(5, "s"),
-        wait=Q_(45, "s"),
-    )

@@ -1,13 +1,16 @@
 """The named scenarios: ``Scenarios.Gpt2XlChatDecodeBatchesH100`` and friends.
 
-Each family module registers builders with ``@register(key)`` (the module is the family);
-a scenario is built on first access and kept (scenarios are immutable). ``LEFT_OUT`` lists the serving
+The named scenarios are data: ``data/scenario_library/named_scenarios.yaml`` states each
+one's family (the module holding its class), class, text and inputs; a family module may
+also register a builder in code with ``@register(key)``. A scenario is built on first access
+and kept (scenarios are immutable). ``LEFT_OUT`` lists the serving
 and LLM-inference scenarios of mlsysim's golden file we do not provide, with the reason;
 the docs index is generated from both.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -53,9 +56,24 @@ def register(key: str) -> Callable[[Callable[[], Any]], Callable[[], Any]]:
     return wrap
 
 
+_LOADED: list[bool] = []
+
+
 def _load() -> None:
+    """Register the named scenarios of data/scenario_library/named_scenarios.yaml (built on
+    first access), then import every family module (its classes; a family may also register
+    builders in code with ``@register``)."""
+    if _LOADED:
+        return
+    from latencykernel.scenarios.reference_data import NAMED_SCENARIOS, build_named
+
+    for key, spec in NAMED_SCENARIOS.items():
+        if key in NAMED:
+            raise ValueError(f"named scenario {key!r} registered twice")
+        NAMED[key] = (spec.family, functools.partial(build_named, spec))
     for fam in FAMILIES:
         importlib.import_module(f"latencykernel.scenarios.{fam}")
+    _LOADED.append(True)
 
 
 def get(key: str) -> Any:

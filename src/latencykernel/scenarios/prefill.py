@@ -13,7 +13,6 @@ from latencykernel.scenarios import registry
 from latencykernel.scenarios.base import InputDoc, Scenario
 from latencykernel.scenarios.hardware import Hardware
 from latencykernel.scenarios.metadata import output
-from latencykernel.scenarios.named import register
 from latencykernel.scenarios.units import Q_, as_quantity, count, fraction, magnitude_in, positive_int, quantity
 from latencykernel.scenarios.workloads import Workload
 
@@ -280,68 +279,3 @@ class ChunkedPrefillScenario(Scenario):
         """How much chunking shortens a decode's longest wait."""
         p = self._p()
         return (p.linear_s(self.prompt_tokens) + p.weight_read_s()) / self._iter_s()
-
-
-_DGX = (
-    "workload: Llama-3.1-70B as mlsysim 0.3.0 records it (70.6 B parameters, 80 layers, hidden 8192)",
-    "node: DGX H100 = 8 x NVIDIA H100 as mlsysim 0.3.0 records it (3.35 TB/s, 989 TFLOP/s headline dense FP16)",
-)
-
-
-def _rebuild(key: str, prefix: int, name: str) -> PrefixRebuildScenario:
-    return PrefixRebuildScenario(
-        key=key,
-        name=name,
-        description="Llama 3 70B geometry on one DGX H100 node; sustained prefill at 90 percent of the high-MFU "
-        "figure (45 percent of 16-bit peak).",
-        sources=_DGX,
-        workload=Workload.recorded("Llama3_70B"),
-        hardware=Hardware.recorded("H100"),
-        accelerators=8,
-        weight_bytes_per_param=Q_(2, "B"),
-        kv_bytes_per_value=Q_(2, "B"),
-        prefix_tokens=prefix,
-        suffix_tokens=32,
-        utilization=0.45,
-    )
-
-
-register("InvariantPrefixRebuildDgxH100")(
-    lambda: _rebuild(
-        "InvariantPrefixRebuildDgxH100",
-        4096,
-        "A 4,096-token invariant prefix rebuilt on a miss, against a 32-token suffix pass on a hit",
-    )
-)
-register("PrefixCacheProbe2K")(
-    lambda: _rebuild(
-        "PrefixCacheProbe2K", 2048, "A 2,048-token probed prefix: prefill on a miss against a weight-read pass on a hit"
-    )
-)
-
-
-@register("ChunkedPrefillAmongDecodes")
-def _chunked() -> ChunkedPrefillScenario:
-    from latencykernel.scenarios.named import get
-
-    return ChunkedPrefillScenario(
-        key="ChunkedPrefillAmongDecodes",
-        name="A 4,096-token uncached prompt among 32 decodes, whole or in 512-token chunks",
-        description="Weight-only step time on the DGX H100 node at the sustained prefill rate.",
-        sources=("prefill: the named scenario InvariantPrefixRebuildDgxH100",),
-        prompt_tokens=4096,
-        chunk_tokens=512,
-        prefill=get("InvariantPrefixRebuildDgxH100"),
-        decodes=32,
-    )
-
-
-@register("LongPromptChunkedPrefill")
-def _long_prompt() -> ChunkedPrefillScenario:
-    return ChunkedPrefillScenario(
-        key="LongPromptChunkedPrefill",
-        name="A 10,000-token prompt in 512-token chunks",
-        description="Each iteration runs the active streams' decode tokens plus one chunk.",
-        prompt_tokens=10000,
-        chunk_tokens=512,
-    )

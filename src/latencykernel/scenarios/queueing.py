@@ -12,8 +12,7 @@ import pint
 from latencykernel.errors import NotApplicableError, ScenarioInputError
 from latencykernel.scenarios.base import InputDoc, Scenario
 from latencykernel.scenarios.metadata import output
-from latencykernel.scenarios.named import register
-from latencykernel.scenarios.units import Q_, as_quantity, fraction, items, magnitude_in, number, positive_int, quantity
+from latencykernel.scenarios.units import as_quantity, fraction, items, magnitude_in, number, positive_int, quantity
 
 __all__ = ["MM1ServiceSpeedupScenario", "MM1CapacityPlanScenario"]
 
@@ -316,49 +315,3 @@ class MM1CapacityPlanScenario(Scenario):
         s = super().symbols()
         s["ln"] = math.log
         return s
-
-
-@register("ResNet50FasterModelAt80PctH100")
-def _speedup() -> MM1ServiceSpeedupScenario:
-    from latencykernel.scenarios.named import get
-
-    slow = get("ResNet50EagerFp16BatchingH100").service_time(1)
-    return MM1ServiceSpeedupScenario(
-        key="ResNet50FasterModelAt80PctH100",
-        name="The batch-one ResNet-50 service at 80 percent load, before and after graph execution",
-        description="Eager FP16 against TorchScript (no per-operation Python dispatch) on the same traffic.",
-        sources=(
-            "slow_service: service_time(1) of the named scenario ResNet50EagerFp16BatchingH100",
-            "fast_service: 1.74 ms less, as mlsysim states it",
-        ),
-        slow_service=slow,
-        fast_service=Q_(1.7881194057908636, "ms"),
-        utilization=0.8,
-    )
-
-
-@register("ResNet50FleetPlanH100")
-def _fleet() -> MM1CapacityPlanScenario:
-    from latencykernel.scenarios.named import get
-
-    knee = get("ResNet50EagerFp16BatchingH100")
-    return MM1CapacityPlanScenario(
-        key="ResNet50FleetPlanH100",
-        name="H100s for 5,000 ResNet-50 requests per second under a 50 ms p99",
-        description="Batch-one eager FP16 service; each H100 an M/M/1 server whose p99 is 4.6 times its mean time in "
-        "system; 30 percent headroom; re-planned at the batch-32 rate.",
-        sources=(
-            "service_time and batched_rate: service_time(1) and throughput(32) of the named scenario "
-            "ResNet50EagerFp16BatchingH100",
-        ),
-        service_time=knee.service_time(1),
-        tail_factor=4.6,
-        tail_quantile=0.99,
-        tail_budget=Q_(50, "ms"),
-        peak_rate=Q_(5000, "1/s"),
-        headroom=1.3,
-        utilization_points=(0.5, 0.7, 0.8, 0.9, 0.95),
-        example_utilization=0.7,
-        batched_rate=knee.throughput(32),
-        accelerator_price=Q_(4, "dollar/h"),
-    )

@@ -10,8 +10,7 @@ import pint
 from latencykernel.errors import ScenarioInputError
 from latencykernel.scenarios.base import InputDoc, Scenario
 from latencykernel.scenarios.metadata import output
-from latencykernel.scenarios.named import register
-from latencykernel.scenarios.units import Q_, as_quantity, count, fraction, magnitude_in, quantity
+from latencykernel.scenarios.units import as_quantity, count, fraction, magnitude_in, quantity
 
 __all__ = ["SpeculativeRoundScenario"]
 
@@ -111,38 +110,3 @@ class SpeculativeRoundScenario(Scenario):
     def tpot_gain(self) -> float:
         """Plain decode's time per token over speculative decoding's."""
         return magnitude_in(self.verify_time, "s") * self._expected() / self._round_s()
-
-
-@register("Gpt2XlSpeculativeGpt2SmallH100")
-def _gpt2_spec() -> SpeculativeRoundScenario:
-    from latencykernel.scenarios.named import get
-
-    return SpeculativeRoundScenario(
-        key="Gpt2XlSpeculativeGpt2SmallH100",
-        name="Speculative decoding of GPT-2 XL with a GPT-2 Small draft on one H100",
-        description="Batch one, both models bandwidth bound: each draft step reads GPT-2 Small's FP16 weights, the "
-        "verification pass GPT-2 XL's once.",
-        sources=(
-            "verify_time: memory_time of the named scenario Gpt2XlDecodeH100",
-            "draft_step: the same floor for GPT-2 Small (124 M, as mlsysim records it) on the recorded H100",
-        ),
-        acceptance=0.7,
-        draft_length=4,
-        verify_time=get("Gpt2XlDecodeH100").memory_time,
-        draft_step=get("Gpt2XlDecodeH100").variant(workload="GPT2_Small").memory_time,
-    )
-
-
-@register("Llama3_70B_ReplicaSpeculation")
-def _llama_spec() -> SpeculativeRoundScenario:
-    return SpeculativeRoundScenario(
-        key="Llama3_70B_ReplicaSpeculation",
-        name="Speculative decoding on the tuned 70B replica step",
-        description="A draft proposes 5 tokens in 4 ms; the target verifies them in one tuned step; each candidate "
-        "is accepted with probability 0.78.",
-        sources=("verify_time: 49.6 ms, the tuned step of mlsysim's Llama3_70B_ReplicaDecodeBudget, as stated",),
-        acceptance=0.78,
-        draft_length=5,
-        draft_time=Q_(4, "ms"),
-        verify_time=Q_(49.599999999999994, "ms"),
-    )

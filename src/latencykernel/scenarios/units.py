@@ -202,6 +202,35 @@ def as_quantity(
     ``per``: when given (``"param"``), a value in ``expected`` alone (``2 B``) is read as
     ``expected / per`` (``2 B/param``); a value already ``expected / per`` is kept.
     """
+    memo_key = (id(value), expected, per, positive, nonnegative)
+    hit = _ACCEPTED.get(memo_key)
+    if hit is not None and hit[0] is value:  # this very object passed these checks before
+        return hit[1]
+    q = _as_quantity(argument, value, expected, per=per, positive=positive, nonnegative=nonnegative)
+    if type(getattr(value, "magnitude", None)) in (int, float):  # scalars only: arrays change in place
+        if len(_ACCEPTED) >= _ACCEPTED_SIZE:
+            _ACCEPTED.clear()
+        _ACCEPTED[memo_key] = (value, q)  # holding ``value`` keeps its id from being reused
+    return q
+
+
+# Inputs that passed ``as_quantity``/``int_list``, by object identity and the checks asked:
+# a variant re-validates every input, and the unchanged ones are the very objects checked
+# before (scalar quantities and tuples are not changed in place: ``q *= 2`` makes a new
+# object), so their checks are not repeated. Strings and array quantities are not kept.
+_ACCEPTED: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+_ACCEPTED_SIZE = 4096
+
+
+def _as_quantity(
+    argument: str,
+    value: Any,
+    expected: str,
+    *,
+    per: str | None,
+    positive: bool,
+    nonnegative: bool,
+) -> pint.Quantity:
     if isinstance(value, bool) or isinstance(value, Real):
         raise ScenarioInputError(
             f"{argument}={value!r} has no unit; write it as a quantity, e.g. "
@@ -254,7 +283,9 @@ def count(argument: str, value: Any, unit: str, *, minimum: int = 0) -> int:
     Accepts a Python int, or a Quantity in ``unit`` with an integral magnitude. Floats,
     booleans and quantities of another dimension are refused.
     """
-    if isinstance(value, pint.Quantity):
+    if type(value) is int:  # the common case: a plain int needs none of the conversions below
+        pass
+    elif isinstance(value, pint.Quantity):
         q = value if value._REGISTRY is ureg else Q_(value.magnitude, str(value.units))
         if q.dimensionality != Q_(1, unit).dimensionality:
             raise ScenarioInputError(f"{argument}={q:~P} must be a count of {unit}s", argument=argument, value=value)
@@ -266,13 +297,14 @@ def count(argument: str, value: Any, unit: str, *, minimum: int = 0) -> int:
                 f"{argument}={q:~P} must be a whole number of {unit}s", argument=argument, value=value
             )
         value = int(mag)
-    try:
-        import numpy as np
+    if type(value) is not int:
+        try:
+            import numpy as np
 
-        if isinstance(value, np.integer):
-            value = int(value)
-    except ImportError:  # pragma: no cover
-        pass
+            if isinstance(value, np.integer):
+                value = int(value)
+        except ImportError:  # pragma: no cover
+            pass
     if isinstance(value, bool) or not isinstance(value, int):
         raise ScenarioInputError(
             f"{argument}={value!r} must be a whole number of {unit}s (an int)", argument=argument, value=value
@@ -288,13 +320,14 @@ def count(argument: str, value: Any, unit: str, *, minimum: int = 0) -> int:
 
 def nonnegative_int(argument: str, value: Any) -> int:
     """A plain count (a batch size, a number of requests): an int, refused when negative."""
-    try:
-        import numpy as np
+    if type(value) is not int:
+        try:
+            import numpy as np
 
-        if isinstance(value, np.integer):
-            value = int(value)
-    except ImportError:  # pragma: no cover
-        pass
+            if isinstance(value, np.integer):
+                value = int(value)
+        except ImportError:  # pragma: no cover
+            pass
     if isinstance(value, bool) or not isinstance(value, int):
         raise ScenarioInputError(
             f"{argument}={value!r} must be a whole number (an int)", argument=argument, value=value
@@ -376,11 +409,22 @@ def items(argument: str, value: Any, what: str = "items") -> tuple[Any, ...]:
 def int_list(argument: str, value: Any, *, minimum: int = 0, unit: str | None = None) -> tuple[int, ...]:
     """A list of ints, each at least ``minimum`` (with ``unit``, each may also be a count
     Quantity of that unit, as :func:`count` reads it)."""
+    memo_key = (id(value), "int_list", minimum, unit)
+    hit = _ACCEPTED.get(memo_key) if type(value) is tuple else None
+    if hit is not None and hit[0] is value:
+        return hit[1]  # type: ignore[no-any-return]
     out = []
     for i, v in enumerate(items(argument, value, "ints")):
         label = f"{argument}[{i}]"
         out.append(count(label, v, unit, minimum=minimum) if unit else positive_int(label, v, minimum=minimum))
-    return tuple(out)
+    result = tuple(out)
+    if type(value) is tuple:
+        if result == value and all(type(x) is int for x in value):
+            result = value  # keep the checked object, so re-validating it is a memo hit
+        if len(_ACCEPTED) >= _ACCEPTED_SIZE:
+            _ACCEPTED.clear()
+        _ACCEPTED[memo_key] = (value, result)
+    return result
 
 
 def mapping(argument: str, value: Any) -> dict[str, Any]:

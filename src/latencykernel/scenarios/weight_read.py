@@ -3,7 +3,6 @@ and what a full KV cache and a separate unpack pass add."""
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -14,7 +13,6 @@ from latencykernel.scenarios import registry
 from latencykernel.scenarios.base import InputDoc, Scenario
 from latencykernel.scenarios.hardware import Hardware
 from latencykernel.scenarios.metadata import output
-from latencykernel.scenarios.named import register
 from latencykernel.scenarios.units import Q_, as_quantity, count, magnitude_in, quantity
 from latencykernel.scenarios.workloads import Workload
 
@@ -164,98 +162,3 @@ class WeightReadScenario(Scenario):
         """Memory floor of one token with the separate unpack pass."""
         b = magnitude_in(self.separate_unpack_bytes, "B")
         return quantity(b / self.hardware.bandwidth_bytes_per_s, "s", "ms")
-
-
-# ---------------------------------------------------------------------------- named scenarios
-_PHONE = "hardware: iPhone 15 Pro (A17 Pro) as mlsysim 0.3.0 records it: 51.2 GB/s LPDDR"
-
-
-def _read(
-    key: str,
-    name: str,
-    description: str,
-    model: str,
-    b: str,
-    ctx: int | None = None,
-    kvb: str | None = None,
-    unpacked: str | None = None,
-    energy: str | None = None,
-) -> WeightReadScenario:
-    w = Workload.recorded(model)
-    return WeightReadScenario(
-        key=key,
-        name=name,
-        description=description,
-        sources=(f"workload: {w.name} as mlsysim 0.3.0 records it ({w.n_parameters:.4g} parameters)", _PHONE),
-        workload=w,
-        hardware=Hardware.recorded("iPhone15Pro"),
-        bytes_per_weight=Q_(b),
-        energy_per_byte=Q_(energy) if energy else None,
-        context_tokens=ctx,
-        kv_bytes_per_value=Q_(kvb) if kvb else None,
-        unpacked_bytes_per_weight=Q_(unpacked) if unpacked else None,
-    )
-
-
-_READS: dict[str, tuple[Any, ...]] = {
-    "Gpt2XlFp16DecodeFullContextPhone": (
-        "GPT-2 XL decoding at a full context, FP16 weights and KV cache, on a flagship phone",
-        "Each batch-one token reads every weight and the whole KV cache.",
-        "GPT2",
-        "2 B",
-        1024,
-        "2 B",
-    ),
-    "Gpt2XlFp16WeightReadPhone": (
-        "GPT-2 XL, FP16 weights read once per token on a flagship phone",
-        "Batch-one decoding reads every weight over the phone's LPDDR bus.",
-        "GPT2",
-        "2 B",
-    ),
-    "Gpt2XlInt4DecodeFullContextPhone": (
-        "GPT-2 XL decoding at a full context, INT4 weights and an FP16 KV cache, on a flagship phone",
-        "Unpacked to FP16 inside the kernel, or in a separate pass that writes and rereads them.",
-        "GPT2",
-        "0.5 B",
-        1024,
-        "2 B",
-        "2 B",
-    ),
-    "Gpt2XlInt4WeightReadPhone": (
-        "GPT-2 XL, INT4 weights read once per token on a flagship phone",
-        "Batch-one decoding reads every weight over the phone's LPDDR bus.",
-        "GPT2",
-        "0.5 B",
-    ),
-    "Llama2_7BTokenOnFlagshipPhone": (
-        "Llama 2 7B, FP16 weights read once per token on a flagship phone",
-        "Batch-one decoding reads every weight over the phone's LPDDR bus; DRAM energy per byte prices the reads.",
-        "Llama2_7B",
-        "2 B",
-        None,
-        None,
-        None,
-        "160 pJ/B",
-    ),
-    "MobileNetV2Fp32WeightReadPhone": (
-        "MobileNetV2, FP32 weights read once per frame on a flagship phone",
-        "The weight-reading floor of one batch-one frame.",
-        "MobileNetV2",
-        "4 B",
-    ),
-    "MobileNetV2Int8WeightReadPhone": (
-        "MobileNetV2, INT8 weights read once per frame on a flagship phone",
-        "The weight-reading floor of one batch-one frame.",
-        "MobileNetV2",
-        "1 B",
-    ),
-    "ResNet50Fp32WeightReadPhone": (
-        "ResNet-50, FP32 weights read once per image on a flagship phone",
-        "The weight-reading floor of one batch-one frame.",
-        "ResNet50",
-        "4 B",
-    ),
-}
-
-for _key, _args in _READS.items():
-    register(_key)(functools.partial(_read, _key, *_args))

@@ -27,6 +27,7 @@ from typing import Any
 import pint
 
 from latencykernel.errors import NotApplicableError, UnknownScenarioError
+from latencykernel.price.kv import kv_bytes_per_token  # the kernel's KV law (price/ imports nothing of ours)
 from latencykernel.scenarios.reference_data import RECORDED_WORKLOADS  # package data, read on first use
 from latencykernel.scenarios.units import Q_, magnitude_in
 
@@ -97,8 +98,6 @@ class KvGeometry:
 
     def bytes_per_token(self, dtype_bytes: float, tp: int = 1) -> float:
         """Bytes one token's cache holds on one TP rank (the kernel's law)."""
-        from latencykernel.price.kv import kv_bytes_per_token
-
         return kv_bytes_per_token(self.n_kv, tp, self.head_dim, self.layers, dtype_bytes, self.latent)
 
     def kv_bytes_per_token(self, kv_bytes_per_value: Any, tp: int = 1) -> pint.Quantity:
