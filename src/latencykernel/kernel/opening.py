@@ -68,9 +68,8 @@ def build(model: str, hardware: str, **settings: Any) -> Kernel:
     it goes through exactly the validation a file does.
 
     ``model`` is a catalog name, a Hugging Face repo id, or a path to a model the catalog
-    lacks: a Hugging Face ``config.json`` (its graph derived in memory) or a ``graph.yaml``.
-
-    >>> k = build("llama-3.1-8b-instruct", "h100", tp=1)
+    lacks: a Hugging Face ``config.json`` (its graph derived in memory) or a ``graph.yaml``;
+    e.g. ``build("llama-3.1-8b-instruct", "h100", tp=1)`` or ``build("my/config.json", "h100")``.
     """
     from latencykernel.inputs import build_inputs
 
@@ -82,5 +81,20 @@ def build(model: str, hardware: str, **settings: Any) -> Kernel:
     scenario = inputs.scenario.model_copy(
         update={"model": graph.name, "name": f"{graph.name}-on-{inputs.scenario.cluster.hardware}"}
     )
-    files = {**inputs.files, "model": str(path)}
-    return new(dataclasses.replace(inputs, scenario=scenario, model=graph, files=files))
+    files = {k: v for k, v in inputs.files.items() if k != "checkpoint"} | {"model": str(path)}
+    facts = _checkpoint_of(path, graph)  # the user's checkpoint facts, never the carrier's
+    if facts is not None:
+        files["checkpoint"] = facts.file
+    return new(dataclasses.replace(inputs, scenario=scenario, model=graph, files=files, checkpoint=facts))
+
+
+def _checkpoint_of(path: Path, graph: Any) -> Any:
+    """The checkpoint facts (max_position_embeddings, quantization) of a user's model: its
+    config.json, or the one a graph.yaml names beside it; None when there is none."""
+    if path.suffix == ".json":
+        from latencykernel.documents.checkpoint import load_checkpoint_facts
+
+        return load_checkpoint_facts(path)
+    from latencykernel.inputs import _checkpoint_facts
+
+    return _checkpoint_facts(path, graph)
