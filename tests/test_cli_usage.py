@@ -208,5 +208,8 @@ def test_explain_json_is_numbers_and_never_negative() -> None:
         assert row["floor_max_batch"] >= 0 and row["calibrated_max_batch"] >= 0
         assert row["calibrated_max_batch"] <= row["floor_max_batch"]
     assert cal["floor_peak_precision"] == "fp8_dense"
+    for row in json.loads(r.stdout)["scenario"]["rows"]:  # each value also as a number in its unit
+        if row["number"] is not None and row["unit"]:
+            assert row["value"] == f"{row['number']:g} {row['unit']}" or row["value"].startswith(f"{row['number']:.6g}")
     t = run("explain", "examples/llama-3.1-8b-instruct-h100-bf16-tp1.yaml")
     assert "does not fit" in t.stdout and "bf16_dense" in t.stdout
