@@ -199,6 +199,8 @@ class Simulation:
 
     # ------------------------------------------------------------------ routing
     def _route(self, r: int, t: float) -> None:
+        # KNOWN DIVERGENCE S2: the balancer reads every rank's counts as they stand; vLLM's
+        # frontend reads counts the coordinator publishes every 100 ms, plus its own increments.
         pool = self.stage[r] if self.disagg else 0
         best = None
         best_score = 1 << 62
@@ -225,7 +227,10 @@ class Simulation:
         self.preemptions += 1
 
     def accept(self, r: int) -> int:
-        """Drafts accepted this decode step: the fractional carry floor((n+1)α + φ) − floor(nα + φ)."""
+        """Drafts accepted this decode step: the fractional carry floor((n+1)α + φ) − floor(nα + φ).
+
+        KNOWN DIVERGENCE S3: acceptance is spread evenly (α accepted drafts a step on average,
+        phase φ drawn once per request), not drawn per step as a real draft model's is."""
         a = self.engines[0].cfg.accepted_per_step if not self.disagg else self.cfg[-1].accepted_per_step
         n = self.nspec[r]
         ph = float(self.phase[r])
