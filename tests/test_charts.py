@@ -214,3 +214,13 @@ def test_serving_figure_draws_median_and_p99_against_load(tmp_path: Path) -> Non
     rows = sweep.as_dict()["rows"]
     assert [r["load"] for r in rows] == [1, 4, 16] and all(r["ttft_p99_s"] >= r["ttft_median_s"] for r in rows)
     _is_image(save(fig, tmp_path / "serving.png"))
+
+
+def test_serve_plot_writes_the_serving_chart(tmp_path: Path) -> None:
+    """Guards serve --plot writing nothing, or breaking serve's JSON on stdout."""
+    out = tmp_path / "serve.svg"
+    r = run("serve", "--model", "llama-3.1-8b-instruct", "--hardware", "h100", "--isl", "256", "--osl", "32",
+            "--concurrency", "1,4", "--num-prompts", "8", "--plot", str(out), "--json")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    _is_image(out)
+    assert [rec["concurrency"] for rec in json.loads(r.stdout)] == [1, 4]
