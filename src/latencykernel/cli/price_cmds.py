@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from latencykernel.batch import DEFAULT_DECODE_THRESHOLD
 from latencykernel.cli import app
 from latencykernel.cli.common import CatalogDir, Json, RegistryDir, ScenariosDir, console, open_kernel, print_json
 
@@ -17,7 +18,10 @@ def price_cmd(
     context: int = typer.Option(4096, "--context", min=1, help="Tokens of context each decode reads."),
     prefill: int = typer.Option(0, "--prefill", min=0, help="Add one prefill of this many new tokens."),
     decode_threshold: int = typer.Option(
-        8, "--decode-threshold", min=0, help="A request scheduling at most this many tokens is a decode."
+        DEFAULT_DECODE_THRESHOLD,
+        "--decode-threshold",
+        min=0,
+        help="A request scheduling at most this many tokens is a decode.",
     ),
     pool: int = typer.Option(0, "--pool", help="Pool index of a disaggregated deployment."),
     as_json: bool = Json,
