@@ -192,3 +192,14 @@ def test_one_decode_threshold_default_everywhere(k: lk.Kernel) -> None:
 
     assert inspect.signature(price_cmd).parameters["decode_threshold"].default.default == d
     assert CalibratedDecodeBatch.decode_threshold == d
+
+
+def test_decode_of_billions_of_requests_is_refused_not_allocated() -> None:
+    """Defect: Batch.decode(3_000_000_000, ...) (the CLI's --requests 3000000000) ended in MemoryError."""
+    from latencykernel.batch import MAX_REQUESTS
+
+    with pytest.raises(LatencyKernelError, match="requests"):
+        Batch.decode(3_000_000_000, 10)
+    with pytest.raises(LatencyKernelError, match="requests"):
+        Batch.decode(99999999999999999999999, 10)
+    assert len(Batch.decode(MAX_REQUESTS // 1024, 10)) == MAX_REQUESTS // 1024

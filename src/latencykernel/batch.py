@@ -24,6 +24,7 @@ __all__ = [
     "DEFAULT_DECODE_THRESHOLD",
     "MAX_TOKENS",
     "MAX_SM_BUDGET",
+    "MAX_REQUESTS",
     "whole_number",
     "whole_count",
     "token_column",
@@ -41,6 +42,9 @@ MAX_TOKENS = 1 << 40
 a step or a cache of more; a larger value is a mistake to refuse, never a price."""
 
 MAX_SM_BUDGET = 1 << 20
+MAX_REQUESTS = 1 << 24
+"""The most requests ``Batch.decode`` builds (about 16.8 million; no engine schedules a
+step of more, and 3 × 10^9 would exhaust memory before any price)."""
 
 
 class Resource(str, Enum):
@@ -133,7 +137,7 @@ class Batch:
     @classmethod
     def decode(cls, requests: int, context: int, decode_threshold: int = DEFAULT_DECODE_THRESHOLD) -> Batch:
         """``requests`` steady-state decodes, each one token against ``context`` tokens."""
-        requests = whole_count("requests", requests)
+        requests = whole_count("requests", requests, MAX_REQUESTS)
         context = whole_number("context", context)
         if context < 1:
             raise LatencyKernelError(f"context must be at least 1 (the token being decoded), got {context}")
