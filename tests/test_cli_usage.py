@@ -213,3 +213,15 @@ def test_explain_json_is_numbers_and_never_negative() -> None:
             assert row["value"] == f"{row['number']:g} {row['unit']}" or row["value"].startswith(f"{row['number']:.6g}")
     t = run("explain", "examples/llama-3.1-8b-instruct-h100-bf16-tp1.yaml")
     assert "does not fit" in t.stdout and "bf16_dense" in t.stdout
+
+
+def test_price_and_memory_check_the_batch_unless_unchecked() -> None:
+    """Guards the commands pricing a batch the engine would not run (issue 10: Kernel.check),
+    and --unchecked not reaching the what-if price."""
+    over = run("price", GUIDE, "--requests", "300")  # the guide deployment's max_num_seqs is 256
+    assert over.returncode == 2 and "max_num_seqs" in over.stderr and len(over.stderr.splitlines()) == 1
+    what_if = run("price", GUIDE, "--requests", "300", "--unchecked", "--json")
+    assert what_if.returncode == 0 and json.loads(what_if.stdout)["checked"] is False
+    long = run("memory", GUIDE, "--context", "40000", "--json")  # beyond max_model_len 32,768
+    assert long.returncode == 2 and json.loads(long.stderr)["error"]["type"] == "RefusedError"
+    assert run("memory", GUIDE, "--context", "40000", "--unchecked").returncode == 0
