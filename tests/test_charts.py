@@ -131,8 +131,13 @@ def test_capacity_from_the_kernel_falls_with_context_and_stays_under_its_floor(k
 
 def test_compare_highlights_only_differences(kernel: lk.Kernel, tmp_path: Path) -> None:
     """Guards differences going unmarked, or a deployment differing from itself."""
-    same = compare_deployments(kernel, kernel, 32, 4096, labels=("a", "a"))
+    same = compare_deployments(
+        kernel, kernel, 32, 4096, labels=("a", "a"), serve={"isl": 256, "osl": 16, "concurrency": 4}
+    )
     assert not any(d["different"] for d in same.as_dict()["differences"])
+    assert {"TTFT p99 at concurrency 4 (s)", "output tokens/s per GPU at concurrency 4"} <= {
+        d["figure"] for d in same.as_dict()["differences"]
+    }
     ax_step, ax_mem = compare_figure(same).axes
     assert not any("×" in t.get_text() for t in ax_step.texts + ax_mem.texts)
     other = lk.open("aisimulate/deepseek-v3-b200-fp8-sglang-tp8.yaml")

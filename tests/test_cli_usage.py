@@ -98,8 +98,9 @@ def test_top_level_help_matches_each_command() -> None:
     for name, (_, short) in table.items():
         cmd = group.commands[name]  # type: ignore[attr-defined]
         assert (cmd.help or "").strip().splitlines()[0] == short, name
-        if name != "graph":
-            assert "Example" in (cmd.help or ""), f"{name} --help has no example"
+        assert "Example" in (cmd.help or ""), f"{name} --help has no example"
+        for sub in getattr(cmd, "commands", {}).values():
+            assert "Example" in (sub.help or ""), f"{name} {sub.name} --help has no example"
 
 
 def test_models_and_chips_list_the_catalog() -> None:
