@@ -23,7 +23,8 @@ def test_from_requests() -> None:
 def test_defaults_and_empty() -> None:
     b = Batch()
     assert len(b) == 0 and b.tokens() == 0 and b.reqs == ()
-    assert (b.decode_threshold, b.sm_budget) == (1, 0)
+    # issue 9: one default decode threshold (8) for Batch, Batch.decode, limits(), CLI, bridge
+    assert (b.decode_threshold, b.sm_budget) == (lk.DEFAULT_DECODE_THRESHOLD, 0) == (8, 0)
     assert not b.uniform_decode(1)
     assert Batch(iter([(2, 3)])).scheduled == [2]  # any iterable of (scheduled, computed, ...) pairs
 

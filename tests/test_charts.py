@@ -131,8 +131,13 @@ def test_capacity_from_the_kernel_falls_with_context_and_stays_under_its_floor(k
 
 def test_compare_highlights_only_differences(kernel: lk.Kernel, tmp_path: Path) -> None:
     """Guards differences going unmarked, or a deployment differing from itself."""
-    same = compare_deployments(kernel, kernel, 32, 4096, labels=("a", "a"))
+    same = compare_deployments(
+        kernel, kernel, 32, 4096, labels=("a", "a"), serve={"isl": 256, "osl": 16, "concurrency": 4}
+    )
     assert not any(d["different"] for d in same.as_dict()["differences"])
+    assert {"TTFT p99 at concurrency 4 (s)", "output tokens/s per GPU at concurrency 4"} <= {
+        d["figure"] for d in same.as_dict()["differences"]
+    }
     ax_step, ax_mem = compare_figure(same).axes
     assert not any("×" in t.get_text() for t in ax_step.texts + ax_mem.texts)
     other = lk.open("aisimulate/deepseek-v3-b200-fp8-sglang-tp8.yaml")
@@ -214,3 +219,13 @@ def test_serving_figure_draws_median_and_p99_against_load(tmp_path: Path) -> Non
     rows = sweep.as_dict()["rows"]
     assert [r["load"] for r in rows] == [1, 4, 16] and all(r["ttft_p99_s"] >= r["ttft_median_s"] for r in rows)
     _is_image(save(fig, tmp_path / "serving.png"))
+
+
+def test_serve_plot_writes_the_serving_chart(tmp_path: Path) -> None:
+    """Guards serve --plot writing nothing, or breaking serve's JSON on stdout."""
+    out = tmp_path / "serve.svg"
+    r = run("serve", "--model", "llama-3.1-8b-instruct", "--hardware", "h100", "--isl", "256", "--osl", "32",
+            "--concurrency", "1,4", "--num-prompts", "8", "--plot", str(out), "--json")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    _is_image(out)
+    assert [rec["concurrency"] for rec in json.loads(r.stdout)] == [1, 4]

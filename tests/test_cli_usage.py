@@ -98,8 +98,9 @@ def test_top_level_help_matches_each_command() -> None:
     for name, (_, short) in table.items():
         cmd = group.commands[name]  # type: ignore[attr-defined]
         assert (cmd.help or "").strip().splitlines()[0] == short, name
-        if name != "graph":
-            assert "Example" in (cmd.help or ""), f"{name} --help has no example"
+        assert "Example" in (cmd.help or ""), f"{name} --help has no example"
+        for sub in getattr(cmd, "commands", {}).values():
+            assert "Example" in (sub.help or ""), f"{name} {sub.name} --help has no example"
 
 
 def test_models_and_chips_list_the_catalog() -> None:
@@ -208,5 +209,20 @@ def test_explain_json_is_numbers_and_never_negative() -> None:
         assert row["floor_max_batch"] >= 0 and row["calibrated_max_batch"] >= 0
         assert row["calibrated_max_batch"] <= row["floor_max_batch"]
     assert cal["floor_peak_precision"] == "fp8_dense"
+    for row in json.loads(r.stdout)["scenario"]["rows"]:  # each value also as a number in its unit
+        if row["number"] is not None and row["unit"]:
+            assert row["value"] == f"{row['number']:g} {row['unit']}" or row["value"].startswith(f"{row['number']:.6g}")
     t = run("explain", "examples/llama-3.1-8b-instruct-h100-bf16-tp1.yaml")
     assert "does not fit" in t.stdout and "bf16_dense" in t.stdout
+
+
+def test_price_and_memory_check_the_batch_unless_unchecked() -> None:
+    """Guards the commands pricing a batch the engine would not run (issue 10: Kernel.check),
+    and --unchecked not reaching the what-if price."""
+    over = run("price", GUIDE, "--requests", "300")  # the guide deployment's max_num_seqs is 256
+    assert over.returncode == 2 and "max_num_seqs" in over.stderr and len(over.stderr.splitlines()) == 1
+    what_if = run("price", GUIDE, "--requests", "300", "--unchecked", "--json")
+    assert what_if.returncode == 0 and json.loads(what_if.stdout)["checked"] is False
+    long = run("memory", GUIDE, "--context", "40000", "--json")  # beyond max_model_len 32,768
+    assert long.returncode == 2 and json.loads(long.stderr)["error"]["type"] == "RefusedError"
+    assert run("memory", GUIDE, "--context", "40000", "--unchecked").returncode == 0

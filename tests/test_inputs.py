@@ -334,10 +334,12 @@ def test_repos_listings_and_lookups(repos: Repos, tmp_path: Path) -> None:
     assert repos.list_models() == ["tiny"]
     assert repos.find_model("tiny") == "tiny" and repos.find_model("EXAMPLE/TINY-LLM") == "tiny"
     assert repos.find_chip("gb200") == "gb200-nvl72" and repos.find_chip("H100") == "h100"
-    # a different part (more memory): chips with identical figures are aliases and resolve
+    # a prefix of two different chips asks (an H200's 141 GiB); one of identical aliases resolves
     put(tmp_path, "catalog/hardware/h200.yaml", H100.replace("MemoryGiB: 80.0", "MemoryGiB: 141.0"))
     with pytest.raises(DocumentError, match="'h' matches several chips \\(h100, h200\\)"):
         repos.find_chip("h")
+    put(tmp_path, "catalog/hardware/h100-alias.yaml", H100)
+    assert repos.find_chip("h100-") == "h100-alias" and repos.find_chip("h1") == "h100"
     assert repos.storage_path() == repos.catalog / "devices" / "storage.yaml"
     assert repos.model_identity_path("tiny").name == "model.yaml"
     assert isinstance(repos.scenarios, Path) and isinstance(repos.catalog, Path)

@@ -70,7 +70,10 @@ def test_kv_budget_and_capacity(kernel: lk.Kernel) -> None:
     budget = kernel.kv_budget_bytes()
     expected = int(total * 0.9) - kernel.fixed_bytes().total - kernel.pre_snapshot_bytes()
     assert budget == expected
-    assert kernel.kv_budget_bytes(0.5) < budget
+    assert kernel.kv_budget_bytes(0.85) < budget
+    # issue 10: at 0.5 the fixed memory exceeds the chip's share; refused, never negative
+    with pytest.raises(lk.RefusedError, match="gpu_memory_utilization 0.5"):
+        kernel.kv_budget_bytes(0.5)
     per_seq = kernel.sequence_variable_bytes(4096)
     assert kernel.max_sequences(4096) == budget // per_seq
     assert kernel.kv_blocks() == budget // (16 * 35136)

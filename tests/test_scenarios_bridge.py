@@ -33,7 +33,9 @@ CHIPS = sorted(p.stem for p in (REPOS.catalog / "hardware").glob("*.yaml"))
 
 def _build(model: str, chip: str, tp: int) -> latencykernel.Kernel | None:
     try:
-        return latencykernel.build(model, chip, tp=tp)
+        # Whole-context charging on every layer (the scenarios' Workload.kv_bytes): vLLM's hybrid
+        # KV-cache manager, off here, keeps only the window's blocks on sliding-window layers.
+        return latencykernel.build(model, chip, tp=tp, disable_hybrid_kv_cache_manager=True)
     except RefusedError:  # the model does not fit this deployment
         return None
 

@@ -11,7 +11,7 @@ import inspect
 import sys
 from pathlib import Path
 
-MODULES = ("ramp", "collective", "experts", "kv", "attention", "context", "overlap", "memory", "host")
+MODULES = ("ramp", "collective", "experts", "kv", "hybrid_kv", "attention", "context", "overlap", "memory", "host")
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "laws.md"
 
 

@@ -32,9 +32,12 @@ _EXPORTS: dict[str, str] = {
     "Batch": "latencykernel.batch",
     "Resource": "latencykernel.batch",
     "StepEstimate": "latencykernel.batch",
+    "DEFAULT_DECODE_THRESHOLD": "latencykernel.batch",
+    "MAX_TOKENS": "latencykernel.batch",
     # the step-model contract
     "StepModel": "latencykernel.step_model",
     "EngineLimits": "latencykernel.step_model",
+    "check_batch": "latencykernel.limits",
     # ---- kernel exports (latencykernel.kernel, written separately; fail until it exists) ----
     "open": "latencykernel.kernel",
     "open_pool": "latencykernel.kernel",
@@ -71,7 +74,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs only
-    from latencykernel.batch import Batch, ReqShape, Resource, StepEstimate
+    from latencykernel.batch import DEFAULT_DECODE_THRESHOLD, MAX_TOKENS, Batch, ReqShape, Resource, StepEstimate
     from latencykernel.errors import (
         DocumentError,
         LatencyKernelError,
@@ -95,5 +98,6 @@ if TYPE_CHECKING:  # for type checkers and IDEs only
         open_pool,
     )
     from latencykernel.kernel.vector import StepTimes
+    from latencykernel.limits import check_batch
     from latencykernel.repos import Repos
     from latencykernel.step_model import EngineLimits, StepModel

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import operator
+from array import array
 from collections.abc import Iterable, Sequence
 from enum import Enum
 from operator import itemgetter
@@ -14,7 +15,36 @@ from typing import Any, NamedTuple
 
 from latencykernel.errors import LatencyKernelError
 
-__all__ = ["ReqShape", "Batch", "Resource", "StepEstimate", "RESOURCES"]
+__all__ = [
+    "ReqShape",
+    "Batch",
+    "Resource",
+    "StepEstimate",
+    "RESOURCES",
+    "DEFAULT_DECODE_THRESHOLD",
+    "MAX_TOKENS",
+    "MAX_SM_BUDGET",
+    "MAX_REQUESTS",
+    "whole_number",
+    "whole_count",
+    "token_column",
+]
+
+DEFAULT_DECODE_THRESHOLD = 8
+"""A request scheduling at most this many tokens is priced as a decode, unless a caller
+says otherwise: vLLM's reorder threshold for decode-first batches is 1, but a speculative
+decode schedules up to its draft length + 1, and 8 keeps short chunks with the decodes.
+The one default every entry point (``Batch``, ``Batch.decode``, ``limits()``, the CLI, the
+scenario bridge) uses."""
+
+MAX_TOKENS = 1 << 40
+"""The most tokens any count may hold (about 1.1 × 10^12). No deployment holds a request,
+a step or a cache of more; a larger value is a mistake to refuse, never a price."""
+
+MAX_SM_BUDGET = 1 << 20
+MAX_REQUESTS = 1 << 24
+"""The most requests ``Batch.decode`` builds (about 16.8 million; no engine schedules a
+step of more, and 3 × 10^9 would exhaust memory before any price)."""
 
 
 class Resource(str, Enum):
@@ -67,20 +97,28 @@ class Batch:
 
     __slots__ = ("_reqs", "scheduled", "computed", "decode_threshold", "sm_budget")
 
-    def __init__(self, reqs: Iterable[ReqShape] = (), decode_threshold: int = 1, sm_budget: int = 0) -> None:
+    def __init__(
+        self, reqs: Iterable[ReqShape] = (), decode_threshold: int = DEFAULT_DECODE_THRESHOLD, sm_budget: int = 0
+    ) -> None:
         rs = reqs if type(reqs) is tuple else tuple(reqs)
-        self._reqs: tuple[ReqShape, ...] | None = rs
+        for i, r in enumerate(rs):
+            if not isinstance(r, tuple) or not 2 <= len(r) <= 4:
+                raise LatencyKernelError(f"reqs[{i}] must be a ReqShape, got {r!r}")
         self.scheduled: list[int] = _checked("scheduled", list(map(_first, rs)))
         self.computed: list[int] = _checked("computed", list(map(_second, rs)))
-        self.decode_threshold = _setting("decode_threshold", decode_threshold)
-        self.sm_budget = _setting("sm_budget", sm_budget)
+        prompt = _checked("prompt_len", [r[2] for r in rs if len(r) > 2])
+        cached = _checked("cached_tokens", [r[3] for r in rs if len(r) > 3])
+        del prompt, cached  # checked, not kept: the price reads two columns
+        self._reqs: tuple[ReqShape, ...] | None = rs
+        self.decode_threshold = whole_count("decode_threshold", decode_threshold)
+        self.sm_budget = whole_count("sm_budget", sm_budget, MAX_SM_BUDGET)
 
     @classmethod
     def from_columns(
         cls,
         scheduled: Sequence[int],
         computed: Sequence[int],
-        decode_threshold: int = 1,
+        decode_threshold: int = DEFAULT_DECODE_THRESHOLD,
         sm_budget: int = 0,
     ) -> Batch:
         """A batch from two equal-length columns (lists, tuples or numpy arrays of integers)."""
@@ -92,23 +130,22 @@ class Batch:
         b._reqs = None
         b.scheduled = _column("scheduled", scheduled)
         b.computed = _column("computed", computed)
-        b.decode_threshold = _setting("decode_threshold", decode_threshold)
-        b.sm_budget = _setting("sm_budget", sm_budget)
+        b.decode_threshold = whole_count("decode_threshold", decode_threshold)
+        b.sm_budget = whole_count("sm_budget", sm_budget, MAX_SM_BUDGET)
         return b
 
     @classmethod
-    def decode(cls, requests: int, context: int, decode_threshold: int = 8) -> Batch:
+    def decode(cls, requests: int, context: int, decode_threshold: int = DEFAULT_DECODE_THRESHOLD) -> Batch:
         """``requests`` steady-state decodes, each one token against ``context`` tokens."""
-        requests, context = int(requests), int(context)
-        if requests < 0:
-            raise LatencyKernelError(f"requests must not be negative, got {requests}")
+        requests = whole_count("requests", requests, MAX_REQUESTS)
+        context = whole_number("context", context)
         if context < 1:
             raise LatencyKernelError(f"context must be at least 1 (the token being decoded), got {context}")
         b = cls.__new__(cls)
         b._reqs = None
         b.scheduled = [1] * requests
         b.computed = [context - 1] * requests
-        b.decode_threshold = _setting("decode_threshold", decode_threshold)
+        b.decode_threshold = whole_count("decode_threshold", decode_threshold)
         b.sm_budget = 0
         return b
 
@@ -138,25 +175,52 @@ _first = itemgetter(0)
 _second = itemgetter(1)
 
 
-def _setting(name: str, value: int) -> int:
-    v = _whole(name, value)
+def whole_count(name: str, value: Any, hi: int = MAX_TOKENS) -> int:
+    """``whole_number`` that is also not negative ("NAME must not be negative, got V")."""
+    v = whole_number(name, value, hi=hi)
     if v < 0:
         raise LatencyKernelError(f"{name} must not be negative, got {value}")
     return v
 
 
-def _whole(name: str, value: Any) -> int:
-    try:
-        return operator.index(value)  # int, bool, numpy integers
-    except TypeError:
-        pass
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        raise LatencyKernelError(f"{name} must be a whole number, got {value!r}") from None
-    if not f.is_integer():
+def whole_number(name: str, value: Any, *, lo: int | None = None, hi: int = MAX_TOKENS) -> int:
+    """``value`` as an ``int``: the one validation of every count a caller passes in
+    (``Batch``, ``ReqShape`` fields, ``step_times`` settings, the memory helpers).
+
+    Accepted: ints and numpy integers, and floats holding a whole number. Refused, with a
+    ``LatencyKernelError`` naming ``name`` and the value: strings, booleans, ``None``, NaN,
+    infinities, fractions, values above ``hi`` (``MAX_TOKENS`` unless stated), and values
+    below ``lo`` when one is given.
+    """
+    if type(value) is int:
+        v = value
+    elif isinstance(value, bool) or isinstance(value, str | bytes) or value is None:
         raise LatencyKernelError(f"{name} must be a whole number, got {value!r}")
-    return int(f)
+    else:
+        try:
+            v = operator.index(value)  # numpy integers (a uint64 above 2**63 stays positive)
+        except TypeError:
+            try:
+                f = float(value)
+            except (TypeError, ValueError, OverflowError):
+                raise LatencyKernelError(f"{name} must be a whole number, got {value!r}") from None
+            if f != f or f in (float("inf"), float("-inf")) or not f.is_integer():
+                raise LatencyKernelError(f"{name} must be a whole number, got {value!r}") from None
+            if abs(f) > hi:
+                raise LatencyKernelError(
+                    f"{name} {value!r} is beyond what any deployment holds (at most {hi})"
+                ) from None
+            v = int(f)
+    if v > hi:
+        raise LatencyKernelError(f"{name} {v} is beyond what any deployment holds (at most {hi})")
+    if lo is not None and v < lo:
+        raise LatencyKernelError(f"{name} must be at least {lo}, got {v}")
+    return v
+
+
+def token_column(name: str, x: Any) -> list[int]:
+    """A column of token counts as a fresh list of ints, each in [0, ``MAX_TOKENS``]."""
+    return _column(name, x)
 
 
 def _column(name: str, x: Any) -> list[int]:
@@ -169,7 +233,7 @@ def _column(name: str, x: Any) -> list[int]:
         if getattr(x, "ndim", 1) != 1:
             raise LatencyKernelError(f"{name} must be one-dimensional, got shape {getattr(x, 'shape', '?')}")
         kind = x.dtype.kind
-        if kind == "u" or (kind == "i" and (x.size == 0 or x.min() >= 0)):
+        if kind in "ui" and (x.size == 0 or (x.max() <= MAX_TOKENS and (kind == "u" or x.min() >= 0))):
             return x.tolist()  # Python ints, checked by numpy
         col = x.tolist()
     else:
@@ -178,13 +242,33 @@ def _column(name: str, x: Any) -> list[int]:
 
 
 def _checked(name: str, col: list[Any]) -> list[int]:
-    if col:
+    """Every entry a whole number in [0, MAX_TOKENS], as Python ints.
+
+    In C for a list of ints: an unsigned 64-bit ``array`` accepts only integers that are not
+    negative, and ``sum`` is an int only when every entry is a Python int; with no negative
+    entry the sum bounds every entry, so ``max`` runs only when the sum exceeds the bound.
+    Anything else (floats, numpy scalars, strings, negatives) is converted and checked
+    entry by entry, and the first offending entry is named.
+    """
+    if not col:
+        return col
+    try:
+        array("Q", col)
+        total = sum(col)
+    except (TypeError, OverflowError):
+        total = None
+    if type(total) is not int:
+        col = [whole_number(f"{name}[{i}]", v, hi=1 << 62) for i, v in enumerate(col)]
         lo = min(col)
-        if type(lo) is not int:
-            col = [_whole(f"{name}[{i}]", v) for i, v in enumerate(col)]
-            lo = min(col)
         if lo < 0:
             raise LatencyKernelError(f"{name} must not be negative; {name}[{col.index(lo)}] is {lo}")
+        total = sum(col)
+    if total > MAX_TOKENS:
+        hi = max(col)
+        if hi > MAX_TOKENS:
+            raise LatencyKernelError(
+                f"{name}[{col.index(hi)}] is {hi}, beyond what any deployment holds (at most {MAX_TOKENS} tokens)"
+            )
     return col
 
 

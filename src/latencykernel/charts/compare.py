@@ -128,8 +128,11 @@ def compare_deployments(
     labels: tuple[str, str] | None = None,
     tpot_s: float | None = None,
     decode_threshold: int = 8,
+    serve: dict[str, Any] | None = None,
 ) -> Comparison:
-    """Both kernels on ``requests`` decodes against ``context_tokens``; memory and capacity."""
+    """Both kernels on ``requests`` decodes against ``context_tokens``; memory and capacity;
+    with ``serve`` (``serving.estimate`` keywords: ``isl``, ``osl``, ``concurrency``), the
+    serving figures of both."""
     la, lb = labels or (repr(a), repr(b))
     sa = _side(a, la, requests, context_tokens, tpot_s, decode_threshold)
     sb = _side(b, lb, requests, context_tokens, tpot_s, decode_threshold)
@@ -153,6 +156,18 @@ def compare_deployments(
     ]
     if tpot_s is not None:
         rows.append((f"largest batch meeting TPOT {tpot_s * 1e3:g} ms", sa.tpot_max_batch or 0, sb.tpot_max_batch or 0))
+    if serve is not None:
+        from latencykernel.serving import estimate
+
+        ra, rb = (estimate(k, **serve) for k in (a, b))
+        where = f"at concurrency {serve.get('concurrency')}" if "concurrency" in serve else "served"
+        rows += [
+            (f"TTFT median {where} (s)", ra.ttft.median, rb.ttft.median),
+            (f"TTFT p99 {where} (s)", ra.ttft.p99, rb.ttft.p99),
+            (f"TPOT median {where} (s)", ra.tpot.median, rb.tpot.median),
+            (f"TPOT p99 {where} (s)", ra.tpot.p99, rb.tpot.p99),
+            (f"output tokens/s per GPU {where}", ra.output_throughput_per_gpu, rb.output_throughput_per_gpu),
+        ]
     return Comparison(requests, int(context_tokens), tpot_s, sa, sb, tuple(rows))
 
 

@@ -80,13 +80,14 @@ def serving_figure(sweep: ServingSweep, *, title: str | None = None) -> Any:
         p99 = [getattr(r, key).p99 * 1e3 for r in rs]
         ax.plot(xs, med, color=MEDIAN, marker="o", label=f"{name} median")
         ax.plot(xs, p99, color=P99, marker="o", linestyle="--", label=f"{name} p99")
-        ax.set_xscale("log", base=2)
+        if len(xs) > 1 and min(xs) > 0 and max(xs) / min(xs) >= 8:
+            ax.set_xscale("log", base=2)
         ax.set_xticks(xs, [f"{x:g}" for x in xs])
         ax.set_xlabel(sweep.x_name)
         ax.set_ylabel(f"{name} (ms)")
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8, loc="upper left")
+        ax.legend(fontsize=8, loc="best")
         ax.set_title(f"time {'to first token' if key == 'ttft' else 'per output token'}", fontsize=10)
     tpot = [r.tpot.median * 1e3 for r in rs]
     tput = [r.output_throughput_per_gpu for r in rs]

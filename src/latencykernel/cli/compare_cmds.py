@@ -8,6 +8,7 @@ import typer
 
 from latencykernel.cli import app
 from latencykernel.cli.common import (
+    MAX_REQUESTS,
     MAX_TOKENS,
     CatalogDir,
     Context,
@@ -34,6 +35,15 @@ def compare_cmd(
     context: int = Context(4096),
     tpot: str | None = typer.Option(None, "--tpot", help="Also compare the largest batch meeting this TPOT (50ms)."),
     decode_threshold: int = typer.Option(8, "--decode-threshold", min=0, max=MAX_TOKENS, help="Decode threshold."),
+    concurrency: int | None = typer.Option(
+        None, "--concurrency", min=1, max=MAX_REQUESTS, help="Also simulate serving both at this concurrency."
+    ),
+    isl: int = typer.Option(
+        1024, "--isl", min=1, max=MAX_TOKENS, help="Prompt tokens per request (with --concurrency)."
+    ),
+    osl: int = typer.Option(
+        256, "--osl", min=1, max=MAX_TOKENS, help="Output tokens per request (with --concurrency)."
+    ),
     output: Path | None = Output,
     unchecked: bool = Unchecked,
     as_json: bool = Json,
@@ -43,13 +53,15 @@ def compare_cmd(
 ) -> None:
     """Two deployments side by side: step per resource, memory, capacity.
 
-    Both price the same batch (--requests decodes against --context tokens); rows that
-    differ by more than 5 % are highlighted, with B's figure over A's.
+    Both price the same batch (--requests decodes against --context tokens); with
+    --concurrency both are also served (TTFT, TPOT, throughput per GPU). Rows that differ by
+    more than 5 % are highlighted, with B's figure over A's.
 
     \b
     Examples:
       latencykernel compare aisimulate/deepseek-v3-h200-fp8-sglang-tp8.yaml aisimulate/deepseek-v3-b200-fp8-sglang-tp8.yaml
       latencykernel compare llama-3.1-8b-instruct@h100 llama-3.1-8b-instruct@h100:tp=2 --tpot 20ms -o compare.png
+      latencykernel compare llama-3.1-8b-instruct@h100 llama-3.1-8b-instruct@h200 --concurrency 32 --isl 1024 --osl 256
     """
     from latencykernel.batch import Batch
     from latencykernel.charts.compare import compare_deployments, differs
@@ -68,6 +80,7 @@ def compare_cmd(
         labels=(da.label(), db.label()),
         tpot_s=tpot_s,
         decode_threshold=decode_threshold,
+        serve=None if concurrency is None else {"isl": isl, "osl": osl, "concurrency": concurrency},
     )
     if output is not None:
         from latencykernel.charts.compare import compare_figure

@@ -29,7 +29,8 @@ from latencykernel.documents.graph import ModelGraph, load_graph
 __all__ = ["graph_app"]
 
 graph_app = typer.Typer(
-    help="Model graphs: derive one from a Hugging Face config.json, count its parameters.",
+    help="Model graphs: derive one from a Hugging Face config.json, count its parameters.\n\n"
+    "\b\nExample:\n  latencykernel graph params deepseek-v3",
     no_args_is_help=True,
 )
 app.add_typer(graph_app, name="graph")
@@ -43,7 +44,12 @@ def from_hf(
         typer.Option("--name", help="Graph name (default: the config's directory name)."),
     ] = None,
 ) -> None:
-    """Print the BLIS graph.yaml derived from CONFIG_JSON."""
+    """Print the BLIS graph.yaml derived from CONFIG_JSON.
+
+    \b
+    Example:
+      latencykernel graph from-hf path/to/config.json > graph.yaml
+    """
     doc = derive_graph_from_file(config_json, name=name)
     typer.echo(render_graph_yaml(doc, str(config_json)), nl=False)
 
@@ -76,7 +82,13 @@ def params(
     ],
     catalog: Path | None = CatalogDir,
 ) -> None:
-    """Print a graph's total and active parameter counts."""
+    """Print a graph's total and active parameter counts.
+
+    \b
+    Examples:
+      latencykernel graph params deepseek-v3
+      latencykernel graph params path/to/config.json
+    """
     label, graph = _load_graph(model_or_graph, catalog)
     typer.echo(f"model:             {label}")
     typer.echo(f"layers:            {layer_count(graph)}")

@@ -7,7 +7,18 @@ from collections import Counter
 import typer
 
 from latencykernel.cli import app
-from latencykernel.cli.common import GIB, MIB, Context, Deployment, Json, console, print_json, takes_deployment
+from latencykernel.cli.common import (
+    GIB,
+    MIB,
+    Context,
+    Deployment,
+    Json,
+    Unchecked,
+    check_batch,
+    console,
+    print_json,
+    takes_deployment,
+)
 
 
 @app.command("memory")
@@ -18,6 +29,7 @@ def memory_cmd(
     utilization: float | None = typer.Option(
         None, "--gpu-memory-utilization", help="Override the deployment's gpu_memory_utilization."
     ),
+    unchecked: bool = Unchecked,
     as_json: bool = Json,
 ) -> None:
     """Fixed memory per rank, the KV budget, and how many sequences of a context fit.
@@ -27,7 +39,10 @@ def memory_cmd(
       latencykernel memory aisimulate/deepseek-v3-h200-fp8-sglang-tp8.yaml --context 8192
       latencykernel memory --model llama-3.1-8b-instruct --hardware h100 --gpu-memory-utilization 0.85 --json
     """
+    from latencykernel.batch import Batch
+
     k = dep.kernel()
+    check_batch(k, Batch.decode(1, context, 8), unchecked)  # a context the engine would refuse
     m = k.fixed_bytes()
     util = utilization if utilization is not None else k.info["gpu_memory_utilization"]
     budget = k.kv_budget_bytes(util)

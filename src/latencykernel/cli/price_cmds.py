@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from latencykernel.batch import DEFAULT_DECODE_THRESHOLD
 from latencykernel.cli import app
 from latencykernel.cli.common import (
     MAX_TOKENS,
@@ -28,7 +29,7 @@ def price_cmd(
     context: int = Context(4096),
     prefill: int = typer.Option(0, "--prefill", min=0, max=MAX_TOKENS, help="Add one prefill of this many new tokens."),
     decode_threshold: int = typer.Option(
-        8,
+        DEFAULT_DECODE_THRESHOLD,
         "--decode-threshold",
         min=0,
         max=MAX_TOKENS,

@@ -10,7 +10,7 @@ from typing import Any
 import typer
 
 from latencykernel.cli import app
-from latencykernel.cli.common import CatalogDir, Json, RegistryDir, ScenariosDir, console, open_kernel, print_json
+from latencykernel.cli.common import Deployment, Json, console, print_json, saved, takes_deployment
 from latencykernel.errors import LatencyKernelError
 
 
@@ -32,9 +32,15 @@ def _numbers(name: str, text: str, kind: type) -> list[Any]:
     return out
 
 
+PLOT = typer.Option(
+    None, "--plot", help="Save the serving chart (TTFT, TPOT against load; throughput per GPU): .png or .svg."
+)
+
+
 @app.command("serve")
+@takes_deployment
 def serve_cmd(
-    scenario: str = typer.Argument(..., help="Scenario path, relative to the scenarios directory or a file."),
+    dep: Deployment,
     isl: int = typer.Option(1024, "--isl", min=1, help="Prompt tokens per request."),
     osl: int = typer.Option(1024, "--osl", min=1, help="Output tokens per request."),
     concurrency: str | None = typer.Option(
@@ -50,28 +56,25 @@ def serve_cmd(
         0.0, "--random-range-ratio", min=0.0, max=0.999, help="Lengths drawn as vllm bench serve's random dataset."
     ),
     seed: int = typer.Option(0, "--seed", help="Seed of the length and arrival draws."),
-    pool: int = typer.Option(0, "--pool", help="Pool index of a disaggregated deployment."),
+    plot: Path | None = PLOT,
     as_json: bool = Json,
-    scenarios_dir: Path | None = ScenariosDir,
-    catalog: Path | None = CatalogDir,
-    registry: Path | None = RegistryDir,
 ) -> None:
     """Simulate serving: TTFT and TPOT at a concurrency or request rate.
 
-    Replay a benchmark client (closed loop at a concurrency, or Poisson at a rate) through
-    vLLM v1's scheduler on this deployment's step price: TTFT, TPOT, ITL, E2EL and throughputs
-    as vllm bench serve reports them.
+    Replays a benchmark client (closed loop at a concurrency, or Poisson at a rate) through
+    vLLM v1's scheduler on this deployment's step price: TTFT, TPOT, ITL, E2EL and
+    throughputs as vllm bench serve reports them. With a sweep, --plot draws them.
 
     \b
     Examples:
-      latencykernel serve aisimulate/deepseek-v3-h200-fp8-sglang-tp8.yaml --isl 1024 --osl 1024 --concurrency 1,4,16,64
-      latencykernel serve examples/llama-3.1-8b-instruct-h100-bf16-tp1.yaml --request-rate 4 --num-prompts 500 --json
+      latencykernel serve aisimulate/deepseek-v3-h200-fp8-sglang-tp8.yaml --isl 1024 --osl 256 --concurrency 1,8,64
+      latencykernel serve --model llama-3.1-8b-instruct --hardware h100 --concurrency 1,4,16,64 --plot serving.png
     """
     from latencykernel.serving import ClosedLoop, Poisson, RandomRange
 
     if (concurrency is None) == (request_rate is None):
         raise LatencyKernelError("give exactly one of --concurrency or --request-rate")
-    k = open_kernel(scenario, pool, scenarios_dir, catalog, registry)
+    k = dep.kernel()
     lin: Any = RandomRange(isl, range_ratio) if range_ratio > 0 else isl
     lout: Any = RandomRange(osl, range_ratio) if range_ratio > 0 else osl
     points: list[tuple[str, float, Any]] = []
@@ -86,6 +89,12 @@ def serve_cmd(
     c = console()
     for key, value, wl in points:
         results.append((key, value, _run(c, k, wl, seed, quiet=as_json)))
+    if plot is not None:
+        from latencykernel.charts.serving import ServingSweep, serving_figure
+
+        x_name = "concurrency (requests in flight)" if points[0][0] == "concurrency" else "request rate (req/s)"
+        sweep = ServingSweep(k.name, tuple(float(v) for _, v, _ in results), tuple(r for _, _, r in results), x_name)
+        saved(serving_figure(sweep), plot, as_json)
     if as_json:
         recs = []
         for key, value, res in results:

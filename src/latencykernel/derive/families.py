@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from latencykernel.derive._cfg import TORCH_DTYPES, Cfg
-from latencykernel.derive._types import Ctx, Derived, Layer, Speculator
+from latencykernel.derive.config_view import TORCH_DTYPES, ConfigView
+from latencykernel.derive.handler_io import Derived, HandlerInput, Layer, Speculator
 from latencykernel.derive.nodes import (
     Node,
     attention,
@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 
-def attention_kinds(c: Cfg) -> list[tuple[str, int | None]]:
+def attention_kinds(c: ConfigView) -> list[tuple[str, int | None]]:
     """Per layer ``(kind, window)``: ``("swa", w)`` where a sliding window applies,
     else ``("gqa", None)``.
 
@@ -78,11 +78,11 @@ def attention_kinds(c: Cfg) -> list[tuple[str, int | None]]:
     return [("swa", w)] * n
 
 
-def _attn(c: Cfg, kind: str, window: int | None) -> list[Node]:
+def _attn(c: ConfigView, kind: str, window: int | None) -> list[Node]:
     return gqa_attention(c.hidden, c.n_q, c.n_kv, c.head_dim, kind=kind, window=window)
 
 
-def dense_gqa(ctx: Ctx) -> Derived:
+def dense_gqa(ctx: HandlerInput) -> Derived:
     """Llama, Mistral, Qwen2, Qwen3: GQA (or SWA) attention and a gated MLP."""
     c = ctx.cfg
     inter = c.pos("intermediate_size")
@@ -93,7 +93,7 @@ def dense_gqa(ctx: Ctx) -> Derived:
     return Derived(layers, multimodal=c.is_multimodal)
 
 
-def _is_qwen_moe_layer(c: Cfg, i: int) -> bool:
+def _is_qwen_moe_layer(c: ConfigView, i: int) -> bool:
     """Qwen2/3-MoE: MoE unless listed in mlp_only_layers, every decoder_sparse_step."""
     if c.count("num_experts", 0) == 0:
         return False
@@ -102,7 +102,7 @@ def _is_qwen_moe_layer(c: Cfg, i: int) -> bool:
     return i not in only and (i + 1) % step == 0
 
 
-def moe_gqa(ctx: Ctx) -> Derived:
+def moe_gqa(ctx: HandlerInput) -> Derived:
     """Mixtral and Granite-MoE (num_local_experts) and Qwen2/Qwen3-MoE (num_experts, optional shared
     expert, dense layers listed in mlp_only_layers)."""
     c = ctx.cfg
@@ -140,7 +140,7 @@ def moe_gqa(ctx: Ctx) -> Derived:
     return Derived(layers, multimodal=c.is_multimodal)
 
 
-def gpt_oss(ctx: Ctx) -> Derived:
+def gpt_oss(ctx: HandlerInput) -> Derived:
     """gpt-oss: layer_types alternate a 128-token sliding window and full attention;
     every layer routes to num_local_experts experts (top experts_per_token), stored
     MXFP4.  The per-head attention sinks are a few scalars and are not priced."""
@@ -155,7 +155,7 @@ def gpt_oss(ctx: Ctx) -> Derived:
     return Derived(layers)
 
 
-def minimax_m2(ctx: Ctx) -> Derived:
+def minimax_m2(ctx: HandlerInput) -> Derived:
     """MiniMax-M2 / M2.5 / M2.7: full GQA attention in every layer (attn_type_list all 1)
     and a 256-expert top-8 MoE without shared experts.  The config's MTP modules
     (use_mtp / num_mtp_modules) are not served by any engine's speculative method in the
@@ -182,7 +182,7 @@ def minimax_m2(ctx: Ctx) -> Derived:
     return Derived(layers)
 
 
-def _per_layer(c: Cfg, key: str, value: object, n: int, default: int) -> list[int]:
+def _per_layer(c: ConfigView, key: str, value: object, n: int, default: int) -> list[int]:
     """A per-layer 0/1 schedule (a list of at least ``n`` flags, or one int for all)."""
     if value is None:
         return [default] * n
@@ -193,14 +193,14 @@ def _per_layer(c: Cfg, key: str, value: object, n: int, default: int) -> list[in
     return [int(x) for x in value[:n]]
 
 
-def _sac(c: Cfg, sac: Mapping[str, Any], key: str, default: int | None = None) -> int:
+def _sac(c: ConfigView, sac: Mapping[str, Any], key: str, default: int | None = None) -> int:
     v = sac.get(key, default)
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
         raise c._bad(f"sparse_attention_config.{key}", "must be a non-negative integer", v)
     return v
 
 
-def minimax_m3(ctx: Ctx) -> Derived:
+def minimax_m3(ctx: HandlerInput) -> Derived:
     """MiniMax-M3 (MSA): the first layers are dense GQA + gated MLP; the rest read a
     block-sparse selection (the indexer scores 128-token blocks and each query reads its
     top-k blocks plus the local block), priced as ``swa`` with window
@@ -260,7 +260,7 @@ def minimax_m3(ctx: Ctx) -> Derived:
     return Derived(layers, speculator=spec, multimodal=c.is_multimodal)
 
 
-def gpt2(ctx: Ctx) -> Derived:
+def gpt2(ctx: HandlerInput) -> Derived:
     """GPT-2: multi-head attention (n_kv = n_q, priced as gqa), a non-gated GELU MLP of
     width n_inner (4·n_embd by default), tied embeddings.  The learned position
     embeddings (n_positions x n_embd) have no graph node."""
@@ -274,7 +274,7 @@ def gpt2(ctx: Ctx) -> Derived:
     return Derived(layers)
 
 
-def _hybrid_layer_types(c: Cfg) -> list[str]:
+def _hybrid_layer_types(c: ConfigView) -> list[str]:
     n = c.layers
     types = c.seq("layer_types")
     if types is not None:
@@ -288,7 +288,7 @@ def _hybrid_layer_types(c: Cfg) -> list[str]:
     return ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(n)]
 
 
-def qwen_hybrid(ctx: Ctx) -> Derived:
+def qwen_hybrid(ctx: HandlerInput) -> Derived:
     """Qwen3-Next and Qwen3.5: Gated DeltaNet linear attention in three of every four
     layers, gated full attention (q_proj also emits the output gate: 2·n_q·d_h) in the
     fourth; MoE with one shared expert in every layer (dense MLP for the dense Qwen3.5

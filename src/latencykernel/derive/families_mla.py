@@ -8,8 +8,8 @@
 
 from __future__ import annotations
 
-from latencykernel.derive._cfg import Cfg
-from latencykernel.derive._types import Ctx, Derived, Layer, Speculator
+from latencykernel.derive.config_view import ConfigView
+from latencykernel.derive.handler_io import Derived, HandlerInput, Layer, Speculator
 from latencykernel.derive.nodes import (
     Node,
     attention,
@@ -23,7 +23,7 @@ from latencykernel.derive.nodes import (
 __all__ = ["deepseek_mla", "deepseek_v4", "mla_attention"]
 
 
-def mla_attention(c: Cfg) -> list[Node]:
+def mla_attention(c: ConfigView) -> list[Node]:
     """MLA attention nodes, as the catalog's deepseek-v3 graph lays them out.
 
     With a query LoRA (q_lora_rank set)::
@@ -85,7 +85,7 @@ def mla_attention(c: Cfg) -> list[Node]:
     return nodes
 
 
-def _is_moe_layer(c: Cfg, i: int) -> bool:
+def _is_moe_layer(c: ConfigView, i: int) -> bool:
     """DeepSeek rule: routed experts from layer first_k_dense_replace on, every
     moe_layer_freq layers."""
     if c.count("n_routed_experts", 0) == 0:
@@ -93,7 +93,7 @@ def _is_moe_layer(c: Cfg, i: int) -> bool:
     return i >= c.count("first_k_dense_replace", 0) and i % c.pos("moe_layer_freq", 1) == 0
 
 
-def _moe(ctx: Ctx) -> list[Node]:
+def _moe(ctx: HandlerInput) -> list[Node]:
     c = ctx.cfg
     return moe_mlp(
         c.hidden,
@@ -105,7 +105,7 @@ def _moe(ctx: Ctx) -> list[Node]:
     )
 
 
-def deepseek_mla(ctx: Ctx) -> Derived:
+def deepseek_mla(ctx: HandlerInput) -> Derived:
     """DeepSeek-V2/V3/R1, Kimi-K2/K2.5, GLM-5, DeepSeek-V3.2.
 
     Dense gated MLP (intermediate_size) in the first ``first_k_dense_replace`` layers,
@@ -127,7 +127,7 @@ def deepseek_mla(ctx: Ctx) -> Derived:
     return Derived(layers, speculator=spec, multimodal=c.is_multimodal)
 
 
-def _v4_attention(c: Cfg, ratio: int) -> tuple[str, list[Node]]:
+def _v4_attention(c: ConfigView, ratio: int) -> tuple[str, list[Node]]:
     """DeepSeek-V4 attention for one compress ratio.
 
     The catalog prices V4's low-rank query path and grouped output projection as one
@@ -161,7 +161,7 @@ def _v4_attention(c: Cfg, ratio: int) -> tuple[str, list[Node]]:
     return kid, nodes
 
 
-def deepseek_v4(ctx: Ctx) -> Derived:
+def deepseek_v4(ctx: HandlerInput) -> Derived:
     """DeepSeek-V4 (Pro/Flash): per-layer ``compress_ratios``, MoE in every layer (the
     first ``num_hash_layers`` route by token hash, which changes no shape), experts in
     ``expert_dtype``.  The MTP layer reuses the kind of layer 0 (as the catalog graph

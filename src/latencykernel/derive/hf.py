@@ -24,8 +24,7 @@ from typing import Any
 
 import yaml
 
-from latencykernel.derive._cfg import Cfg, weight_dtypes
-from latencykernel.derive._types import Ctx, Derived, Handler, Layer
+from latencykernel.derive.config_view import ConfigView, weight_dtypes
 from latencykernel.derive.families import (
     dense_gqa,
     gpt2,
@@ -36,6 +35,7 @@ from latencykernel.derive.families import (
     qwen_hybrid,
 )
 from latencykernel.derive.families_mla import deepseek_mla, deepseek_v4
+from latencykernel.derive.handler_io import Derived, Handler, HandlerInput, Layer
 from latencykernel.derive.nodes import gemm, norm
 from latencykernel.documents.common import validate
 from latencykernel.documents.graph import ModelGraph
@@ -109,7 +109,7 @@ _MODEL_TYPES: dict[str, str] = {
 SUPPORTED_ARCHITECTURES: tuple[str, ...] = tuple(sorted(ARCHITECTURES))
 
 
-def _handler(c: Cfg) -> Handler:
+def _handler(c: ConfigView) -> Handler:
     arch = c.architecture
     if arch in ARCHITECTURES:
         return ARCHITECTURES[arch][1]
@@ -128,6 +128,11 @@ def _handler(c: Cfg) -> Handler:
 # -- stack factoring --------------------------------------------------------------------
 
 
+MAX_LAYERS = 10_000
+"""The most decoder layers a config may state: the deepest published models have a few
+hundred; a count beyond this is a typo (or 2**63) the deriver refuses rather than build."""
+
+
 def factor_stack(ids: Sequence[str]) -> dict[str, Any]:
     """Write a layer order as ``prologue + pattern x repeat + epilogue``.
 
@@ -135,32 +140,48 @@ def factor_stack(ids: Sequence[str]) -> dict[str, Any]:
     len(epilogue)), with a pattern repeated at least twice; ties go to the shorter
     prologue, then the shorter pattern.  With no repetition every layer goes in the
     prologue and repeat is 0 (catalog-schemas §3.2).  Empty keys are left out.
+
+    For a pattern length L the order is periodic with period L exactly over runs where
+    ``ids[i] == ids[i + L]``; a run of k such positions from s repeats the unit at s
+    ``r = (k + L) // L`` times, and starting anywhere later in the run repeats it no more
+    often. The listed cost is n + L - r·L, so each L is one vectorised pass, and lengths
+    no shorter than the best cost found so far cannot win: in practice a handful of
+    passes, at worst n/2 of them.
     """
     n = len(ids)
     if n == 0:
         raise DocumentError("a graph needs at least one decoder layer", key="stack")
-    best: tuple[int, int, int] | None = None  # (cost, p, L)
+    import numpy as np  # the deriver is a tool; numpy stays off the import path of pricing
+
+    codes: dict[str, int] = {}
+    a = np.fromiter((codes.setdefault(x, len(codes)) for x in ids), dtype=np.int64, count=n)
+    best: tuple[int, int, int] = (n, 0, 0)  # (cost, p, L): no repetition costs n
     best_r = 0
-    for p in range(n):
-        for length in range(1, (n - p) // 2 + 1):
-            unit = ids[p : p + length]
-            r = 1
-            while ids[p + r * length : p + (r + 1) * length] == unit:
-                r += 1
-            if r < 2:
-                continue
-            e = n - p - r * length
-            key = (p + length + e, p, length)
-            if best is None or key < best:
-                best, best_r = key, r
-    if best is None or best[0] >= n:
+    length = 1
+    while length <= n // 2 and length < best[0]:
+        m = np.concatenate(([0], (a[:-length] == a[length:]).astype(np.int8), [0]))
+        d = np.diff(m)
+        starts, ends = np.flatnonzero(d == 1), np.flatnonzero(d == -1)
+        runs = ends - starts
+        ok = runs >= length
+        if ok.any():
+            r = (runs[ok] + length) // length
+            cost = n + length - r * length
+            p = starts[ok]
+            order = np.lexsort((p, cost))
+            i = int(order[0])
+            key = (int(cost[i]), int(p[i]), length)
+            if key < best:
+                best, best_r = key, int(r[i])
+        length += 1
+    if best_r < 2 or best[0] >= n:
         return {"prologue": list(ids), "repeat": 0}
-    _, p, length = best
-    e_start = p + best_r * length
+    _, p0, length = best
+    e_start = p0 + best_r * length
     stack: dict[str, Any] = {}
-    if p:
-        stack["prologue"] = list(ids[:p])
-    stack["pattern"] = list(ids[p : p + length])
+    if p0:
+        stack["prologue"] = list(ids[:p0])
+    stack["pattern"] = list(ids[p0 : p0 + length])
     stack["repeat"] = best_r
     if e_start < n:
         stack["epilogue"] = list(ids[e_start:])
@@ -210,12 +231,13 @@ def derive_graph(
         raise DocumentError(
             "derived_from.sha256 must be 64 lowercase hex digits", key="derived_from.sha256", value=sha256
         )
-    c = Cfg(config, file=file)
+    c = ConfigView(config, file=file)
     handler = _handler(c)
+    c.check_sizes(MAX_LAYERS)
     weight_dtype, expert_dtype = weight_dtypes(c)
     if expert_dtype == weight_dtype:
         expert_dtype = None
-    derived: Derived = handler(Ctx(c, weight_dtype, expert_dtype))
+    derived: Derived = handler(HandlerInput(c, weight_dtype, expert_dtype))
     ids = [layer.id for layer in derived.layers]
     if len(ids) != c.layers:
         raise DocumentError(f"internal deriver error: {len(ids)} layers for num_hidden_layers={c.layers}", key="stack")
@@ -255,10 +277,17 @@ def derive_graph(
 
 
 def _parse(data: bytes, file: str) -> dict[str, Any]:
+    def no_constant(name: str) -> Any:
+        raise ValueError(f"{name} is not a number a config may hold")
+
     try:
-        config = json.loads(data)
+        config = json.loads(data, parse_constant=no_constant)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise DocumentError(f"{file} is not valid JSON: {e}", file=file) from None
+    except RecursionError:
+        raise DocumentError(f"{file} nests objects or lists too deeply to be a model config", file=file) from None
+    except ValueError as e:
+        raise DocumentError(f"{file} is not a usable config: {e}", file=file) from None
     if not isinstance(config, dict) or not config:
         raise DocumentError(f"{file} must hold a non-empty JSON object", file=file)
     return config

@@ -499,6 +499,7 @@ def new(inputs: Any) -> Kernel:
     if latent and layout_dtype in DS_MLA_CELL_BYTES:
         kv_bpt = float(DS_MLA_CELL_BYTES[layout_dtype] * kv_layers)
     dcp_all = dcp > 1 and bool(attn_kinds) and all(dcp_shards_kv(k) for k in attn_kinds)
+    kv_kinds, hybrid_kv = _hybrid_kv_manager(plan, eng, connectors, dcp, hybrid, latent, assumptions)
 
     # Recurrent cache mode.
     mamba_mode = eng.mamba_cache_mode or "none"
@@ -740,9 +741,54 @@ def new(inputs: Any) -> Kernel:
         gpu_memory_utilization=util,
         max_model_len=max_len,
         enable_chunked_prefill=chunked,
+        kv_kinds=kv_kinds,
+        hybrid_kv=hybrid_kv,
     )
     _check_fits(kernel, chip, util, eng.max_model_len)
     return kernel
+
+
+def _hybrid_kv_manager(
+    plan: Plan, eng: Any, connectors: set[Any], dcp: int, recurrent: bool, latent: bool, assumptions: Assumptions
+) -> tuple[tuple[tuple[int, int], ...], bool]:
+    """((layers, window) per kind of KV layer, whether vLLM's hybrid KV-cache manager sizes
+    the cache). Only a stack with sliding-window layers is affected: there the manager keeps
+    just the window's blocks (``price/hybrid_kv.py``).
+
+    vLLM runs it unless ``--disable-hybrid-kv-cache-manager`` is stated
+    (``vllm/config/scheduler.py`` ``SchedulerConfig.disable_hybrid_kv_cache_manager``), and
+    turns it off itself (``vllm/config/vllm.py`` ``VllmConfig.__post_init__``) under a KV
+    connector that does not declare support for it (taken here for any connector) and under
+    decode-context parallelism; then every layer is charged the whole context, as for a
+    full-attention layer."""
+    by_window: dict[int, int] = {}
+    for lp in plan.layers:
+        if lp.primary is None:
+            continue
+        w = lp.primary.window if lp.primary.kind == "swa" else 0
+        by_window[w] = by_window.get(w, 0) + lp.count
+    kinds = tuple(sorted((n, w) for w, n in by_window.items()))
+    if not any(w > 0 for w in by_window) or recurrent or latent:
+        return kinds, False
+    connector = next((c for c in connectors if c), None)
+    if eng.disable_hybrid_kv_cache_manager:
+        why = "stated off (--disable-hybrid-kv-cache-manager): windowed layers hold the whole context"
+    elif connector is not None:
+        why = (
+            f"off: vLLM disables it under a KV connector ({connector}) that does not declare hybrid support; "
+            "windowed layers hold the whole context"
+        )
+    elif dcp > 1:
+        why = "off: vLLM disables it under decode-context parallelism; windowed layers hold the whole context"
+    else:
+        assumptions.add(
+            "hybrid_kv_cache_manager",
+            "on",
+            "vLLM v0.31.0's default: sliding-window layers keep only their window's blocks (+1)",
+        )
+        return kinds, True
+    assumptions.add("hybrid_kv_cache_manager", "off", why)
+    return kinds, False
 
 
 def _resolve_max_model_len(eng: Any, facts: Any, assumptions: Assumptions) -> int:
@@ -778,8 +824,8 @@ def _resolve_max_model_len(eng: Any, facts: Any, assumptions: Assumptions) -> in
 def _check_fits(k: Kernel, chip: Any, util: float, max_model_len: int | None) -> None:
     """vLLM will not start when no KV block fits after the fixed memory, nor when one
     sequence of max_model_len tokens does not fit the KV budget."""
-    budget = k.kv_budget_bytes()
-    page = k.sequence_variable_bytes(k.constants.block_size) + k.sequence_fixed_bytes()
+    budget = k._raw_budget(util)
+    page = (k._slot_bytes() or k.sequence_variable_bytes(k.constants.block_size)) + k.sequence_fixed_bytes()
     gib = float(1 << 30)
     if budget < page:
         m = k.fixed_bytes()

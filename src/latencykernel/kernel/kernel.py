@@ -7,13 +7,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from latencykernel.batch import RESOURCES, Batch, Resource, StepEstimate
-from latencykernel.errors import LatencyKernelError
+from latencykernel.batch import (
+    DEFAULT_DECODE_THRESHOLD,
+    MAX_SM_BUDGET,
+    RESOURCES,
+    Batch,
+    Resource,
+    StepEstimate,
+    whole_count,
+    whole_number,
+)
+from latencykernel.errors import LatencyKernelError, RefusedError
 from latencykernel.kernel.constants import StepConstants
 from latencykernel.kernel.fast import FastPlan, build_fast_plan
 from latencykernel.kernel.memory import MemoryBreakdown
 from latencykernel.kernel.step import price_step
+from latencykernel.limits import blocks_for_tokens, check_batch
 from latencykernel.price.collective import floor_and_rate_s
+from latencykernel.price.hybrid_kv import hybrid_blocks_per_request, hybrid_group_size
 from latencykernel.price.kv import paged_bytes
 from latencykernel.price.memory import recurrent_state_bytes
 from latencykernel.resolve.coefficients import Coefficients
@@ -168,7 +179,12 @@ class Kernel:
 
     # ----- step ------------------------------------------------------------------------
     def step_time(self, batch: Batch) -> StepEstimate:
-        """The price of one forward step over ``batch`` (seconds)."""
+        """The price of one forward step over ``batch`` (seconds).
+
+        Unchecked, by design: the hot path prices whatever batch it is given, including one
+        no engine would run (a context beyond max_model_len, more tokens than the step
+        budget, more KV than the cache). Call ``check(batch)`` first where that matters;
+        ``Batch`` itself already refuses negative, fractional and absurd counts."""
         fast = self._fast
         if fast is not None:
             e = fast.estimate(batch.scheduled, batch.computed, batch.decode_threshold, batch.sm_budget, None)
@@ -199,19 +215,32 @@ class Kernel:
         request (lists or numpy arrays of integers); ``step`` (non-decreasing, from 0) says
         which step each request belongs to, and a step number with no rows is an empty step.
         Returns a ``StepTimes`` of numpy arrays, one entry per step, each step's entry equal
-        to ``step_time`` on the same batch. ``prompt_len`` is accepted and not read."""
-        from latencykernel.kernel.vector import step_times  # numpy loads here, not on import
+        to ``step_time`` on the same batch. ``prompt_len`` is accepted and not read.
 
-        return step_times(
-            self._fast,
-            self.step_time,
-            step,
-            scheduled,
-            computed,
-            decode_threshold=decode_threshold,
-            prompt_len=prompt_len,
-            sm_budget=sm_budget,
-        )
+        The arrays and settings pass the same checks as a ``Batch`` (whole numbers in
+        [0, ``MAX_TOKENS``]; ``decode_threshold`` and ``sm_budget`` whole and not negative)
+        before the vectorised price runs."""
+        from latencykernel.kernel.arrays import token_array  # numpy loads here, not on import
+        from latencykernel.kernel.vector import step_times
+
+        th = whole_count("decode_threshold", decode_threshold)
+        budget = whole_count("sm_budget", sm_budget, MAX_SM_BUDGET)
+        st = token_array("step", step, negative_ok=True)
+        s = token_array("scheduled", scheduled)
+        c = token_array("computed", computed)
+        p = token_array("prompt_len", prompt_len) if prompt_len is not None else None
+        return step_times(self._fast, self.step_time, st, s, c, decode_threshold=th, prompt_len=p, sm_budget=budget)
+
+    def check(self, batch: Batch) -> None:
+        """Refuse (``RefusedError`` naming the limit and the value) a batch no engine under
+        this deployment's ``limits()`` would run: more requests than max_num_seqs, more
+        tokens than max_num_batched_tokens, a context beyond max_model_len, cached_tokens
+        above computed, or more KV blocks than the cache holds (counted per layer group, as
+        ``blocks_for``). The rules are ``limits.check_batch``, callable without a kernel.
+        ``step_time`` never calls this; the CLI does unless ``--unchecked``."""
+        if not isinstance(batch, Batch):
+            raise LatencyKernelError(f"check takes a Batch, got {type(batch).__name__}")
+        check_batch(self.limits(), batch, self.blocks_for)
 
     def _reference_step(self, batch: Batch, per: dict[Resource, float] | None = None) -> StepEstimate:
         """``step_time_into`` on the reference path (``step.price_step``); the fast path
@@ -251,7 +280,7 @@ class Kernel:
             enable_prefix_caching=eng.enable_prefix_caching is not False,
             async_scheduling=eng.async_scheduling if eng.async_scheduling is not None else True,
             num_speculative_tokens=int(self._info.get("spec_tokens", 0)),
-            decode_threshold=8,
+            decode_threshold=DEFAULT_DECODE_THRESHOLD,
             gpus=max(lay.tp, 1) * max(lay.pp, 1) * max(lay.pcp, 1),
             data_parallel=max(lay.dp, 1),
             scheduling_policy=str(eng.scheduling_policy or "fcfs"),
@@ -274,12 +303,43 @@ class Kernel:
         """KV cache bytes one token holds on one rank (before paging and DCP)."""
         return self._c.kv_bytes_per_token
 
+    def _slot_bytes(self) -> int:
+        """Under the hybrid KV-cache manager, the bytes one pool block takes: a page of
+        block_size tokens in each of group_size layers (``price/hybrid_kv.py``); 0 when the
+        manager does not size this deployment's cache."""
+        if not self._info.get("hybrid_kv"):
+            return 0
+        c = self._c
+        kinds = self._info["kv_kinds"]
+        per_layer = c.kv_bytes_per_token / max(c.kv_layers, 1)
+        return int(per_layer * c.block_size * hybrid_group_size([n for n, _ in kinds]))
+
+    def blocks_for(self, tokens: int) -> int:
+        """KV blocks one request of ``tokens`` tokens holds on one rank, as vLLM's allocator
+        counts them: ceil(tokens / block_size) (DCP-sharded tokens), or under the hybrid
+        manager the sum over layer groups, windowed groups holding only their window."""
+        t = whole_number("tokens", tokens)
+        if t <= 0:
+            return 0
+        c = self._c
+        if self._info.get("hybrid_kv"):
+            return hybrid_blocks_per_request(t, c.block_size, self._info["kv_kinds"])
+        if c.dcp > 1 and c.dcp_shards_all_kv_layers:
+            t = math.ceil(t / c.dcp)
+        return blocks_for_tokens(t, c.block_size)
+
     def sequence_variable_bytes(self, tokens: int) -> int:
         """One request's KV cache per rank at ``tokens`` tokens, in whole pages; DCP shards
-        the tokens before the page rounding."""
+        the tokens before the page rounding. Under vLLM's hybrid KV-cache manager (a stack
+        with sliding-window layers, the manager on) a windowed layer holds only its window's
+        blocks: blocks_for(tokens) pool blocks of block_size tokens × group_size layers."""
+        tokens = whole_number("tokens", tokens)
         if tokens <= 0:
             return 0
         c = self._c
+        slot = self._slot_bytes()
+        if slot:
+            return self.blocks_for(tokens) * slot
         # KNOWN DIVERGENCE D6: a hybrid sliding-window + full stack under DCP keeps its capacity
         # unsharded (vLLM refuses that layout by default).
         t = math.ceil(tokens / c.dcp) if c.dcp > 1 and c.dcp_shards_all_kv_layers else tokens
@@ -317,21 +377,38 @@ class Kernel:
         """Bytes per rank left for KV cache: the chip's memory × utilization (the deployment's
         value by default, vLLM's 0.92 when unstated) minus fixed and pre-snapshot bytes."""
         util = self._info["gpu_memory_utilization"] if gpu_memory_utilization is None else gpu_memory_utilization
-        if not 0 < util <= 1:
-            raise LatencyKernelError(f"gpu_memory_utilization must be in (0, 1], got {util}")
+        if isinstance(util, bool) or not isinstance(util, int | float) or not 0 < util <= 1:
+            raise LatencyKernelError(f"gpu_memory_utilization must be a number in (0, 1], got {util!r}")
         total = self._inputs.chip.MemoryGiB * (1 << 30)
-        return int(total * util) - self._memory.total - self._pre
+        budget = self._raw_budget(util)
+        if budget <= 0:
+            raise RefusedError(
+                f"gpu_memory_utilization {util!r} leaves no KV budget: {int(total * util)} bytes of {self.chip} "
+                f"against {self._memory.total + self._pre} bytes of fixed and pre-snapshot memory per rank",
+                setting="gpu_memory_utilization",
+                value=util,
+            )
+        return budget
+
+    def _raw_budget(self, util: float) -> int:
+        """The budget at ``util``, possibly negative (``new`` refuses a deployment where it
+        holds no block; the public helpers refuse a utilization that leaves nothing)."""
+        return int(self._inputs.chip.MemoryGiB * (1 << 30) * util) - self._memory.total - self._pre
 
     def kv_blocks(self, gpu_memory_utilization: float | None = None) -> int:
-        """Whole KV pages (block_size tokens of every KV layer) that fit the budget."""
-        page = self.sequence_variable_bytes(self._c.block_size)
+        """Whole KV blocks that fit the budget (vLLM's num_gpu_blocks): pages of block_size
+        tokens of every KV layer, or under the hybrid KV-cache manager pages of block_size
+        tokens in group_size layers (``budget // (page_bytes_per_layer · group_size)``)."""
+        page = self._slot_bytes() or self.sequence_variable_bytes(self._c.block_size)
         if page <= 0:
             return 0
         return max(self.kv_budget_bytes(gpu_memory_utilization) // page, 0)
 
     def max_sequences(self, tokens: int, gpu_memory_utilization: float | None = None) -> int:
         """How many sequences of ``tokens`` tokens fit the KV budget at once (memory only;
-        the engine also caps the batch at max_num_seqs)."""
+        the engine also caps the batch at max_num_seqs). ``tokens`` is a whole number from 1
+        to ``MAX_TOKENS``."""
+        tokens = whole_number("tokens", tokens, lo=1)
         per = self.sequence_variable_bytes(tokens) + self.sequence_fixed_bytes()
         budget = self.kv_budget_bytes(gpu_memory_utilization)
         if per <= 0:
@@ -343,6 +420,10 @@ class Kernel:
         """Seconds to move ``nbytes`` to (``"to_tier"``) or from (``"from_tier"``) an offload
         tier: max(base latency, bytes / rate), the rate capped by the host link and shared by
         ``queue_depth`` transfers. An unknown tier is never free (+inf)."""
+        if direction not in ("to_tier", "from_tier"):
+            raise LatencyKernelError(f"direction must be 'to_tier' or 'from_tier', got {direction!r}")
+        depth = whole_number("queue_depth", queue_depth, lo=1)
+        size = whole_number("nbytes", nbytes, lo=0, hi=1 << 60)
         dev = self._tiers.get(tier)
         if dev is None:
             return math.inf
@@ -350,13 +431,16 @@ class Kernel:
         link = self._c.extra.get("host_link_bytes_per_s", 0.0)
         if link > 0 and rate > link:
             rate = link
-        if queue_depth > 1:
-            rate /= queue_depth
-        return _ns(floor_and_rate_s(nbytes, rate, dev.base_latency_us * 1e-6)) * NS
+        if depth > 1:
+            rate /= depth
+        return _ns(floor_and_rate_s(size, rate, dev.base_latency_us * 1e-6)) * NS
 
     def pd_transfer_time(self, tokens: int, src: Placement, dst: Placement) -> float:
         """Seconds to move one request's whole KV cache (``tokens`` tokens) between pools:
         NVLink on one node (or one rack-wide NVLink domain), else the fabric."""
+        tokens = whole_number("tokens", tokens, lo=0)
+        if not isinstance(src, Placement) or not isinstance(dst, Placement):
+            raise LatencyKernelError(f"src and dst must be Placement, got {type(src).__name__}, {type(dst).__name__}")
         if tokens <= 0:
             return 0.0
         c = self._c
@@ -369,6 +453,7 @@ class Kernel:
 
     def admission_overhead(self, prompt_tokens: int) -> float:
         """Host seconds before a request is scheduled (tokenisation and the like)."""
+        prompt_tokens = whole_number("prompt_tokens", prompt_tokens, lo=0)
         if prompt_tokens <= 0:
             return 0.0
         per_req = self._coeffs.get("host_admission_per_request") or 0.0

@@ -68,9 +68,8 @@ def build(model: str, hardware: str, **settings: Any) -> Kernel:
     the kernel, not copied: see ``shared_documents``).
 
     ``model`` is a catalog name, a Hugging Face repo id, or a path to a model the catalog
-    lacks: a Hugging Face ``config.json`` (its graph derived in memory) or a ``graph.yaml``.
-
-    >>> k = build("llama-3.1-8b-instruct", "h100", tp=1)
+    lacks: a Hugging Face ``config.json`` (its graph derived in memory) or a ``graph.yaml``;
+    e.g. ``build("llama-3.1-8b-instruct", "h100", tp=1)`` or ``build("my/config.json", "h100")``.
     """
     from latencykernel.inputs import build_inputs, shared_documents
 

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 import pint
 
+from latencykernel.batch import DEFAULT_DECODE_THRESHOLD
 from latencykernel.scenarios.base import InputDoc, Scenario
 from latencykernel.scenarios.errors import ScenarioInputError
 from latencykernel.scenarios.kv_decode import TPOT_SAMPLES, SparseKvDecodeBatchScenario
@@ -92,7 +93,7 @@ class CalibratedDecodeBatch(Scenario):
     kernel: Any
     context_tokens: int
     batch_sizes: tuple[int, ...]
-    decode_threshold: int = 8
+    decode_threshold: int = DEFAULT_DECODE_THRESHOLD
 
     family: ClassVar[str] = "bridge"
     summary: ClassVar[str] = (
@@ -226,7 +227,11 @@ class CalibratedDecodeBatch(Scenario):
 
 
 def decode_batch(
-    kernel: Any, context_tokens: int, batch_sizes: Any = (1, 8, 32, 64, 128), *, decode_threshold: int = 8
+    kernel: Any,
+    context_tokens: int,
+    batch_sizes: Any = (1, 8, 32, 64, 128),
+    *,
+    decode_threshold: int = DEFAULT_DECODE_THRESHOLD,
 ) -> CalibratedDecodeBatch:
     """Answer KvDecodeBatchScenario's decode questions for ``kernel``'s deployment.
 

@@ -61,6 +61,16 @@ class Row:
     unit: str
     equation: str
     error: str | None = None
+    number: float | None = None  # the value as a number, in ``unit`` (None for text or lists)
+
+
+def _number(value: Any) -> float | None:
+    """A scalar value's magnitude (quantities in their own unit), for JSON readers."""
+    if hasattr(value, "magnitude") and hasattr(value, "units"):
+        value = value.magnitude
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
 
 
 @dataclass(frozen=True)
@@ -97,9 +107,13 @@ def report(scenario: Scenario) -> Report:
                 name=f.name,
                 args=fmt_args(ev.args),
                 value=fmt(ev.value) if ev.error is None else "—",
-                unit=f.unit or ("as stated" if f.returns == "quantity" else ""),
+                # the unit ``number`` is in: the value's own when it carries one
+                unit=(f"{ev.value.units}" if ev.error is None and hasattr(ev.value, "units") else None)
+                or f.unit
+                or ("as stated" if f.returns == "quantity" else ""),
                 equation=f.equation,
                 error=ev.error,
+                number=_number(ev.value) if ev.error is None else None,
             )
         )
     cls = type(scenario)

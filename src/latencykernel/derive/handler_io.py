@@ -5,17 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from latencykernel.derive._cfg import Cfg
+from latencykernel.derive.config_view import ConfigView
 from latencykernel.derive.nodes import Node
 
-__all__ = ["Ctx", "Layer", "Speculator", "Derived", "Handler"]
+__all__ = ["HandlerInput", "Layer", "Speculator", "Derived", "Handler"]
 
 
 @dataclass(frozen=True)
-class Ctx:
+class HandlerInput:
     """A handler's input: the config view and the weight formats read from it."""
 
-    cfg: Cfg
+    cfg: ConfigView
     weight_dtype: str  # global.weight_dtype
     expert_dtype: str | None  # per-node override on GroupedGEMM nodes, if any
 
@@ -50,4 +50,4 @@ class Derived:
     extra_kinds: list[Layer] = field(default_factory=list)
 
 
-Handler = Callable[[Ctx], Derived]
+Handler = Callable[[HandlerInput], Derived]

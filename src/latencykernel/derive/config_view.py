@@ -1,7 +1,7 @@
 """Typed access to a Hugging Face ``config.json`` for the graph deriver.
 
 A multimodal checkpoint nests its text decoder under ``text_config`` (Kimi-K2.5,
-Qwen3.5, MiniMax-M3); :class:`Cfg` reads a key from the text decoder first and falls back
+Qwen3.5, MiniMax-M3); :class:`ConfigView` reads a key from the text decoder first and falls back
 to the top level, so one family handler serves both layouts.  Keys whose name starts with
 ``_`` (``_source``, ``_comment``, ``_name_or_path``) are never read.
 
@@ -11,12 +11,13 @@ naming the key, so a half-transcribed config fails loudly instead of deriving a 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 from latencykernel.errors import DocumentError
 
-__all__ = ["Cfg", "weight_dtypes", "TORCH_DTYPES"]
+__all__ = ["ConfigView", "weight_dtypes", "TORCH_DTYPES"]
 
 # torch dtype spelling in config.json -> catalog dtype
 TORCH_DTYPES: dict[str, str] = {
@@ -30,7 +31,7 @@ TORCH_DTYPES: dict[str, str] = {
 _MISSING = object()
 
 
-class Cfg:
+class ConfigView:
     """Read-only view of a config.json dict, text decoder first."""
 
     def __init__(self, raw: Mapping[str, Any], *, file: str = "config.json") -> None:
@@ -70,7 +71,7 @@ class Cfg:
 
     def _bad(self, key: str, what: str, value: Any) -> DocumentError:
         return DocumentError(
-            f"config.json key {self.where(key)!r} {what} (got {value!r})",
+            f"config.json key {self.where(key)!r} {what}" + ("" if value is None else f" (got {value!r})"),
             file=self.file,
             key=self.where(key),
             value=value,
@@ -186,7 +187,37 @@ class Cfg:
     @property
     def n_kv(self) -> int:
         n_kv = self.get("num_key_value_heads")
-        return self.pos("num_key_value_heads") if n_kv is not None else self.n_q
+        if n_kv is None:
+            return self.n_q
+        kv, q = self.pos("num_key_value_heads"), self.n_q
+        if kv <= q and q % kv:  # (more KV than query heads: the graph check names both)
+            # transformers and vLLM group query heads evenly over KV heads (GQA)
+            raise self._bad(
+                "num_key_value_heads", f"must divide num_attention_heads {q} (query heads share KV heads evenly)", kv
+            )
+        return kv
+
+    def check_sizes(self, max_layers: int) -> None:
+        """Refuse sizes no model has, and numbers that are not usable, before a handler
+        builds anything: a layer count above ``max_layers`` (2**63 would never finish),
+        a context length that is not a positive integer, a RoPE base that is not a
+        positive finite number."""
+        layers = self.layers
+        if layers > max_layers:
+            raise self._bad("num_hidden_layers", f"is more layers than any model has (at most {max_layers})", layers)
+        for key in ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length"):
+            if self._lookup(key) is not _MISSING and self.get(key) is not None:
+                self.pos(key)
+        for key in ("rope_theta", "rope_scaling_factor"):
+            v = self.get(key)
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
+                raise self._bad(key, "must be a positive finite number", v)
+        for key in ("hidden_size", "vocab_size", "intermediate_size", "num_attention_heads"):
+            v = self.get(key)
+            if isinstance(v, int) and not isinstance(v, bool) and v > 1 << 24:
+                raise self._bad(key, f"is larger than any model's (at most {1 << 24})", v)
 
     @property
     def head_dim(self) -> int:
@@ -194,7 +225,12 @@ class Cfg:
             return self.pos("head_dim")
         hidden, n_q = self.hidden, self.n_q
         if hidden % n_q:
-            raise self._bad("head_dim", "is absent and hidden_size is not a multiple of the head count", None)
+            raise DocumentError(
+                f"config.json states no 'head_dim', and hidden_size {hidden} is not a multiple of the "
+                f"{n_q} attention heads, so the head width cannot be derived; state head_dim",
+                file=self.file,
+                key="head_dim",
+            )
         return hidden // n_q
 
     @property
@@ -263,7 +299,7 @@ def _compressed_tensors_dtype(q: Mapping[str, Any], file: str) -> str:
 _QUANT_METHODS = ("fp8", "fbgemm_fp8", "mxfp4", "compressed-tensors", "modelopt")
 
 
-def weight_dtypes(c: Cfg) -> tuple[str, str | None]:
+def weight_dtypes(c: ConfigView) -> tuple[str, str | None]:
     """``(global weight_dtype, expert override or None)`` from the config.
 
     fp8 (block or per-tensor)      -> fp8 everywhere; DeepSeek-V4's ``expert_dtype: fp4``
