@@ -744,7 +744,7 @@ def new(inputs: Any) -> Kernel:
         kv_kinds=kv_kinds,
         hybrid_kv=hybrid_kv,
     )
-    _check_fits(kernel, chip, util, eng.max_model_len)
+    _check_fits(kernel, chip, util, max_len or None, eng.max_model_len is not None)
     return kernel
 
 
@@ -821,9 +821,13 @@ def _resolve_max_model_len(eng: Any, facts: Any, assumptions: Assumptions) -> in
     return 0
 
 
-def _check_fits(k: Kernel, chip: Any, util: float, max_model_len: int | None) -> None:
+UNSTATED_LEN = " (unstated: the model's own limit, as vLLM takes it)"
+
+
+def _check_fits(k: Kernel, chip: Any, util: float, max_model_len: int | None, stated: bool = True) -> None:
     """vLLM will not start when no KV block fits after the fixed memory, nor when one
-    sequence of max_model_len tokens does not fit the KV budget."""
+    sequence of max_model_len tokens (stated, or the model's own limit when unstated) does
+    not fit the KV budget (``vllm/v1/core/kv_cache_utils.py`` ``check_enough_kv_cache_memory``)."""
     budget = k._raw_budget(util)
     page = (k._slot_bytes() or k.sequence_variable_bytes(k.constants.block_size)) + k.sequence_fixed_bytes()
     gib = float(1 << 30)
@@ -841,8 +845,9 @@ def _check_fits(k: Kernel, chip: Any, util: float, max_model_len: int | None) ->
         need = k.sequence_variable_bytes(max_model_len) + k.sequence_fixed_bytes()
         if need > budget:
             raise _refuse(
-                f"engine.max_model_len {max_model_len} needs {need / gib:.2f} GiB of KV cache per rank, more than the "
-                f"{budget / gib:.2f} GiB budget; lower max_model_len or free memory (wider tp, fp8 cache)",
+                f"engine.max_model_len {max_model_len}{'' if stated else UNSTATED_LEN} "
+                f"needs {need / gib:.2f} GiB of KV cache per rank, more than the {budget / gib:.2f} GiB budget; vLLM "
+                f"refuses to start; lower max_model_len or free memory (wider tp, fp8 cache)",
                 "engine.max_model_len",
                 max_model_len,
             )
