@@ -64,6 +64,21 @@ def test_where_vllm_disables_the_manager_every_layer_holds_the_context(edit: dic
     assert ("hybrid_kv_cache_manager", "off") in [(n, v) for n, v, _ in k.assumptions()]
 
 
+def test_under_a_kv_connector_the_manager_is_off_and_recorded() -> None:
+    """vLLM turns the hybrid manager off under a KV connector that does not declare support
+    for it (taken here for any connector): windowed layers are charged the whole context."""
+    from latencykernel.documents.scenario import Deployment
+
+    inputs = lk.open_inputs(GPT_OSS)
+    data = inputs.deployment.model_dump(by_alias=True, exclude_none=True)
+    data["pd_transfer"] = {"connector": "NixlConnector"}
+    inputs.deployment = Deployment.model_validate(data)
+    k = lk.new(inputs)
+    assert k.sequence_variable_bytes(32768) == 32768 * 73728
+    reasons = {n: r for n, _, r in k.assumptions()}
+    assert "NixlConnector" in reasons["hybrid_kv_cache_manager"]
+
+
 def test_a_full_attention_model_is_unchanged() -> None:
     """The twin: Llama (no windowed layers) keeps whole-context pages and no new assumption."""
     k = lk.open("examples/llama-3.1-8b-instruct-h100-bf16-tp1.yaml")

@@ -35,7 +35,9 @@ def _build(model: str, chip: str, tp: int) -> latencykernel.Kernel | None:
     try:
         # Whole-context charging on every layer (the scenarios' Workload.kv_bytes): vLLM's hybrid
         # KV-cache manager, off here, keeps only the window's blocks on sliding-window layers.
-        return latencykernel.build(model, chip, tp=tp, disable_hybrid_kv_cache_manager=True)
+        # max_model_len 1024 (every model's limit is at least that): the test compares KV per
+        # token, and vLLM refuses a deployment whose own context limit does not fit the cache.
+        return latencykernel.build(model, chip, tp=tp, disable_hybrid_kv_cache_manager=True, max_model_len=1024)
     except RefusedError:  # the model does not fit this deployment
         return None
 

@@ -217,3 +217,11 @@ def test_expert_parallel_on_a_dense_model_is_ignored_and_recorded() -> None:
     twin = lk.build(LLAMA, "h100", tp=2)
     assert k.step_time(lk.Batch.decode(8, 1000)) == twin.step_time(lk.Batch.decode(8, 1000))
     assert lk.build("mixtral-8x7b-v0.1", "h100", tp=4, enable_expert_parallel=True).resolved().expert_parallel == 4
+
+
+def test_an_unstated_max_model_len_must_fit_the_cache_as_vllm_checks() -> None:
+    """vLLM (check_enough_kv_cache_memory) refuses when one request of the model's own
+    context does not fit the KV budget, stated or not: Qwen3-32B on one H100 at 40,960 tokens.
+    Before issue 10 the unstated limit was 0 and never checked."""
+    lk.build("qwen3-32b", "h100", max_model_len=8192)
+    refused("engine.max_model_len", lambda: lk.build("qwen3-32b", "h100"), "40960", "unstated")

@@ -137,8 +137,10 @@ class Batch:
     @classmethod
     def decode(cls, requests: int, context: int, decode_threshold: int = DEFAULT_DECODE_THRESHOLD) -> Batch:
         """``requests`` steady-state decodes, each one token against ``context`` tokens."""
-        requests = whole_count("requests", requests, MAX_REQUESTS)
-        context = whole_number("context", context)
+        if not (type(requests) is int and 0 <= requests <= MAX_REQUESTS):
+            requests = whole_count("requests", requests, MAX_REQUESTS)
+        if not (type(context) is int and 0 < context <= MAX_TOKENS):
+            context = whole_number("context", context)
         if context < 1:
             raise LatencyKernelError(f"context must be at least 1 (the token being decoded), got {context}")
         b = cls.__new__(cls)
@@ -177,6 +179,8 @@ _second = itemgetter(1)
 
 def whole_count(name: str, value: Any, hi: int = MAX_TOKENS) -> int:
     """``whole_number`` that is also not negative ("NAME must not be negative, got V")."""
+    if type(value) is int and 0 <= value <= hi:
+        return value
     v = whole_number(name, value, hi=hi)
     if v < 0:
         raise LatencyKernelError(f"{name} must not be negative, got {value}")
@@ -233,9 +237,12 @@ def _column(name: str, x: Any) -> list[int]:
         if getattr(x, "ndim", 1) != 1:
             raise LatencyKernelError(f"{name} must be one-dimensional, got shape {getattr(x, 'shape', '?')}")
         kind = x.dtype.kind
-        if kind in "ui" and (x.size == 0 or (x.max() <= MAX_TOKENS and (kind == "u" or x.min() >= 0))):
-            return x.tolist()  # Python ints, checked by numpy
-        col = x.tolist()
+        col = x.tolist()  # Python ints (a uint64 stays positive), converted in C
+        if kind in "ui" and (x.size == 0 or kind == "u" or x.min() >= 0):
+            t = sum(col)
+            if t <= MAX_TOKENS:
+                return col  # none negative, so none above the sum
+        return _checked(name, col)
     else:
         col = list(x)
     return _checked(name, col)

@@ -37,12 +37,16 @@ def token_array(name: str, x: Any, hi: int = MAX_TOKENS, *, negative_ok: bool = 
         return np.zeros(0, dtype=np.int64)
     kind = a.dtype.kind
     if kind == "u":
+        if int(a.max()) <= hi:
+            return a.astype(np.int64)
         big = a > hi
         if big.any():
             i = int(np.argmax(big))
             raise LatencyKernelError(f"{name}[{i}] is {int(a[i])}, beyond what any deployment holds (at most {hi})")
         return a.astype(np.int64)
     if kind == "i":
+        if int(a.max()) <= hi and (negative_ok or int(a.min()) >= 0):  # two reductions, no temporaries
+            return a.astype(np.int64, copy=False)
         bad = (a > hi) if negative_ok else (a < 0) | (a > hi)
         if bad.any():
             i = int(np.argmax(bad))

@@ -31,6 +31,7 @@ from latencykernel.resolve.settings import (
     default_max_num_batched_tokens,
     default_max_num_seqs,
     graph_modes,
+    hybrid_kv_manager,
 )
 from latencykernel.resolve.sparse_mla import sparse_mla_backend
 from latencykernel.resolve.startup import (
@@ -38,12 +39,11 @@ from latencykernel.resolve.startup import (
     check_block_size,
     check_cluster_size,
     check_experts,
-    check_max_model_len,
     check_moe_intermediate,
     check_quantization,
     check_recurrent_heads,
     check_scheduler_limits,
-    derived_max_model_len,
+    resolve_max_model_len,
 )
 
 if TYPE_CHECKING:
@@ -499,7 +499,7 @@ def new(inputs: Any) -> Kernel:
     if latent and layout_dtype in DS_MLA_CELL_BYTES:
         kv_bpt = float(DS_MLA_CELL_BYTES[layout_dtype] * kv_layers)
     dcp_all = dcp > 1 and bool(attn_kinds) and all(dcp_shards_kv(k) for k in attn_kinds)
-    kv_kinds, hybrid_kv = _hybrid_kv_manager(plan, eng, connectors, dcp, hybrid, latent, assumptions)
+    kv_kinds, hybrid_kv = hybrid_kv_manager(plan.layers, eng, connectors, dcp, hybrid, latent, assumptions)
 
     # Recurrent cache mode.
     mamba_mode = eng.mamba_cache_mode or "none"
@@ -538,7 +538,7 @@ def new(inputs: Any) -> Kernel:
         assumptions.add(
             "max_num_batched_tokens", max_batched, "unstated; vLLM v0.31.0's OpenAI-server default for this part"
         )
-    max_len = _resolve_max_model_len(eng, facts, assumptions)
+    max_len = resolve_max_model_len(eng, facts, assumptions)
     # Chunked prefill: vLLM v0.31.0's default is on. The choice is shown in ``Kernel.info``
     # (``enable_chunked_prefill``) rather than added to the assumptions, whose count the Go
     # kernel's worked figures pin; it prices nothing, it only decides the refusal below.
@@ -744,86 +744,17 @@ def new(inputs: Any) -> Kernel:
         kv_kinds=kv_kinds,
         hybrid_kv=hybrid_kv,
     )
-    _check_fits(kernel, chip, util, eng.max_model_len)
+    _check_fits(kernel, chip, util, max_len or None, eng.max_model_len is not None)
     return kernel
 
 
-def _hybrid_kv_manager(
-    plan: Plan, eng: Any, connectors: set[Any], dcp: int, recurrent: bool, latent: bool, assumptions: Assumptions
-) -> tuple[tuple[tuple[int, int], ...], bool]:
-    """((layers, window) per kind of KV layer, whether vLLM's hybrid KV-cache manager sizes
-    the cache). Only a stack with sliding-window layers is affected: there the manager keeps
-    just the window's blocks (``price/hybrid_kv.py``).
-
-    vLLM runs it unless ``--disable-hybrid-kv-cache-manager`` is stated
-    (``vllm/config/scheduler.py`` ``SchedulerConfig.disable_hybrid_kv_cache_manager``), and
-    turns it off itself (``vllm/config/vllm.py`` ``VllmConfig.__post_init__``) under a KV
-    connector that does not declare support for it (taken here for any connector) and under
-    decode-context parallelism; then every layer is charged the whole context, as for a
-    full-attention layer."""
-    by_window: dict[int, int] = {}
-    for lp in plan.layers:
-        if lp.primary is None:
-            continue
-        w = lp.primary.window if lp.primary.kind == "swa" else 0
-        by_window[w] = by_window.get(w, 0) + lp.count
-    kinds = tuple(sorted((n, w) for w, n in by_window.items()))
-    if not any(w > 0 for w in by_window) or recurrent or latent:
-        return kinds, False
-    connector = next((c for c in connectors if c), None)
-    if eng.disable_hybrid_kv_cache_manager:
-        why = "stated off (--disable-hybrid-kv-cache-manager): windowed layers hold the whole context"
-    elif connector is not None:
-        why = (
-            f"off: vLLM disables it under a KV connector ({connector}) that does not declare hybrid support; "
-            "windowed layers hold the whole context"
-        )
-    elif dcp > 1:
-        why = "off: vLLM disables it under decode-context parallelism; windowed layers hold the whole context"
-    else:
-        assumptions.add(
-            "hybrid_kv_cache_manager",
-            "on",
-            "vLLM v0.31.0's default: sliding-window layers keep only their window's blocks (+1)",
-        )
-        return kinds, True
-    assumptions.add("hybrid_kv_cache_manager", "off", why)
-    return kinds, False
+UNSTATED_LEN = " (unstated: the model's own limit, as vLLM takes it)"
 
 
-def _resolve_max_model_len(eng: Any, facts: Any, assumptions: Assumptions) -> int:
-    """max_model_len as vLLM resolves it: the stated value, refused above what the model's
-    config supports, else the model's own limit (recorded); 0 when neither is known."""
-    rope = None
-    over = eng.hf_overrides
-    if over is not None and "rope_scaling" in over:
-        rope = over["rope_scaling"]
-        if not isinstance(rope, dict) or not isinstance(rope.get("factor", 1.0), int | float):
-            raise _refuse(
-                f"engine.hf_overrides.rope_scaling must be a mapping with a numeric factor, got {rope!r}",
-                "engine.hf_overrides",
-                over,
-            )
-    derived = None
-    if facts is not None:
-        derived = derived_max_model_len(facts.max_len, rope if rope is not None else facts.rope_scaling)
-    check_max_model_len(eng.max_model_len, derived, facts.max_len_key if facts else None, rope is not None)
-    if eng.max_model_len is not None:
-        return int(eng.max_model_len)
-    if derived is not None:
-        assumptions.add(
-            "max_model_len",
-            derived,
-            f"unstated; vLLM takes the model's own limit ({facts.max_len_key} with its RoPE scaling, config.json)",
-        )
-        return derived
-    assumptions.add("max_model_len", 0, "unstated, and the model's config.json is not beside its graph")
-    return 0
-
-
-def _check_fits(k: Kernel, chip: Any, util: float, max_model_len: int | None) -> None:
+def _check_fits(k: Kernel, chip: Any, util: float, max_model_len: int | None, stated: bool = True) -> None:
     """vLLM will not start when no KV block fits after the fixed memory, nor when one
-    sequence of max_model_len tokens does not fit the KV budget."""
+    sequence of max_model_len tokens (stated, or the model's own limit when unstated) does
+    not fit the KV budget (``vllm/v1/core/kv_cache_utils.py`` ``check_enough_kv_cache_memory``)."""
     budget = k._raw_budget(util)
     page = (k._slot_bytes() or k.sequence_variable_bytes(k.constants.block_size)) + k.sequence_fixed_bytes()
     gib = float(1 << 30)
@@ -841,8 +772,9 @@ def _check_fits(k: Kernel, chip: Any, util: float, max_model_len: int | None) ->
         need = k.sequence_variable_bytes(max_model_len) + k.sequence_fixed_bytes()
         if need > budget:
             raise _refuse(
-                f"engine.max_model_len {max_model_len} needs {need / gib:.2f} GiB of KV cache per rank, more than the "
-                f"{budget / gib:.2f} GiB budget; lower max_model_len or free memory (wider tp, fp8 cache)",
+                f"engine.max_model_len {max_model_len}{'' if stated else UNSTATED_LEN} "
+                f"needs {need / gib:.2f} GiB of KV cache per rank, more than the {budget / gib:.2f} GiB budget; vLLM "
+                f"refuses to start; lower max_model_len or free memory (wider tp, fp8 cache)",
                 "engine.max_model_len",
                 max_model_len,
             )

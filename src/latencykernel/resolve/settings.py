@@ -5,6 +5,7 @@ what a price rests on."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from latencykernel.errors import RefusedError
 
@@ -16,6 +17,7 @@ __all__ = [
     "default_max_num_seqs",
     "default_max_num_batched_tokens",
     "capture_ceiling_tokens",
+    "hybrid_kv_manager",
     "ENGINE_BEHAVIOUR_VERSION",
     "ENGINE_BEHAVIOUR_COMMIT",
 ]
@@ -91,3 +93,46 @@ def capture_ceiling_tokens(max_num_seqs: int, uniform_decode_width: int, nvfp4_n
     """vLLM's max_cudagraph_capture_size: min(max_num_seqs · width · 2, 512), or 1024 on
     parts with native NVFP4. Batches with more tokens run eagerly."""
     return min(max_num_seqs * uniform_decode_width * 2, 1024 if nvfp4_native else 512)
+
+
+def hybrid_kv_manager(
+    layers: Any, eng: Any, connectors: set[Any], dcp: int, recurrent: bool, latent: bool, assumptions: Assumptions
+) -> tuple[tuple[tuple[int, int], ...], bool]:
+    """((layers, window) per kind of KV layer, whether vLLM's hybrid KV-cache manager sizes
+    the cache). Only a stack with sliding-window layers is affected: there the manager keeps
+    just the window's blocks (``price/hybrid_kv.py``).
+
+    vLLM runs it unless ``--disable-hybrid-kv-cache-manager`` is stated
+    (``vllm/config/scheduler.py`` ``SchedulerConfig.disable_hybrid_kv_cache_manager``), and
+    turns it off itself (``vllm/config/vllm.py`` ``VllmConfig.__post_init__``) under a KV
+    connector that does not declare support for it (taken here for any connector) and under
+    decode-context parallelism; then every layer is charged the whole context, as for a
+    full-attention layer."""
+    by_window: dict[int, int] = {}
+    for lp in layers:
+        if lp.primary is None:
+            continue
+        w = lp.primary.window if lp.primary.kind == "swa" else 0
+        by_window[w] = by_window.get(w, 0) + lp.count
+    kinds = tuple(sorted((n, w) for w, n in by_window.items()))
+    if not any(w > 0 for w in by_window) or recurrent or latent:
+        return kinds, False
+    connector = next((c for c in connectors if c), None)
+    if eng.disable_hybrid_kv_cache_manager:
+        why = "stated off (--disable-hybrid-kv-cache-manager): windowed layers hold the whole context"
+    elif connector is not None:
+        why = (
+            f"off: vLLM disables it under a KV connector ({connector}) that does not declare hybrid support; "
+            "windowed layers hold the whole context"
+        )
+    elif dcp > 1:
+        why = "off: vLLM disables it under decode-context parallelism; windowed layers hold the whole context"
+    else:
+        assumptions.add(
+            "hybrid_kv_cache_manager",
+            "on",
+            "vLLM v0.31.0's default: sliding-window layers keep only their window's blocks (+1)",
+        )
+        return kinds, True
+    assumptions.add("hybrid_kv_cache_manager", "off", why)
+    return kinds, False

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from latencykernel.errors import RefusedError
+from latencykernel.resolve.settings import Assumptions
 
 __all__ = [
     "check_attention_heads",
@@ -27,6 +28,7 @@ __all__ = [
     "check_scheduler_limits",
     "check_block_size",
     "check_cluster_size",
+    "resolve_max_model_len",
     "KERNEL_BLOCK_MULTIPLE",
     "MAX_GPUS_PER_NODE",
 ]
@@ -286,3 +288,33 @@ def check_cluster_size(gpus_per_node: int, nodes: int) -> None:
             "cluster.nodes",
             nodes,
         )
+
+
+def resolve_max_model_len(eng: Any, facts: Any, assumptions: Assumptions) -> int:
+    """max_model_len as vLLM resolves it: the stated value, refused above what the model's
+    config supports, else the model's own limit (recorded); 0 when neither is known."""
+    rope = None
+    over = eng.hf_overrides
+    if over is not None and "rope_scaling" in over:
+        rope = over["rope_scaling"]
+        if not isinstance(rope, dict) or not isinstance(rope.get("factor", 1.0), int | float):
+            raise _refuse(
+                f"engine.hf_overrides.rope_scaling must be a mapping with a numeric factor, got {rope!r}",
+                "engine.hf_overrides",
+                over,
+            )
+    derived = None
+    if facts is not None:
+        derived = derived_max_model_len(facts.max_len, rope if rope is not None else facts.rope_scaling)
+    check_max_model_len(eng.max_model_len, derived, facts.max_len_key if facts else None, rope is not None)
+    if eng.max_model_len is not None:
+        return int(eng.max_model_len)
+    if derived is not None:
+        assumptions.add(
+            "max_model_len",
+            derived,
+            f"unstated; vLLM takes the model's own limit ({facts.max_len_key} with its RoPE scaling, config.json)",
+        )
+        return derived
+    assumptions.add("max_model_len", 0, "unstated, and the model's config.json is not beside its graph")
+    return 0
