@@ -84,9 +84,15 @@ def _cost(dep: Deployment, figs: Mapping[str, float], prices: PriceTable, scale:
     p = prices.get(dep.hardware)
     gpus = dep.gpus * scale
     tps = figs.get("output_tokens_per_s", 0.0)
-    if p is None:
-        return {"usd_per_gpu_hour": None, "cost_per_hour_usd": None, "gpu_hours_per_mtok": None, "usd_per_mtok": None}
-    gh = gpus / tps * 1e6 / 3600.0 if tps > 0 else math.inf
+    if p is None or not tps > 0:
+        # no price for the chip, or no output to price it by: the cost is unknown, not infinite
+        return {
+            "usd_per_gpu_hour": None if p is None else p.usd_per_gpu_hour,
+            "cost_per_hour_usd": None if p is None else gpus * p.usd_per_gpu_hour,
+            "gpu_hours_per_mtok": None,
+            "usd_per_mtok": None,
+        }
+    gh = gpus / tps * 1e6 / 3600.0
     return {
         "usd_per_gpu_hour": p.usd_per_gpu_hour,
         "cost_per_hour_usd": gpus * p.usd_per_gpu_hour,
