@@ -16,7 +16,7 @@ app = typer.Typer(
 )
 
 # Sub-command modules; each does `from latencykernel.cli import app` and decorates.
-_COMMANDS = ("open_cmds", "graph_cmds", "price_cmds", "memory_cmds", "explain_cmds", "search_cmds")
+_COMMANDS = ("open_cmds", "graph_cmds", "price_cmds", "memory_cmds", "explain_cmds", "serve_cmds", "search_cmds")
 
 
 def _register() -> None:

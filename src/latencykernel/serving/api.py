@@ -193,12 +193,9 @@ def _result(sim: Simulation, reqs: Requests, gpus: int, notes: list[tuple[str, s
     multi = osl > 1
     tpot = np.zeros(len(osl))
     tpot[multi] = (e2el[multi] - ttft[multi]) / (osl[multi] - 1)
-    if sim.itl_vals:
-        parts_v = [np.atleast_1d(np.asarray(v, dtype=np.float64)) for v in sim.itl_vals]
-        parts_w = [np.atleast_1d(np.asarray(w, dtype=np.int64)) for w in sim.itl_wts]
-        itl = Distribution.of(np.concatenate(parts_v), np.concatenate(parts_w))
-    else:
-        itl = Distribution.of([])
+    parts_v = [np.asarray(sim.itl_one, dtype=np.float64)] + [np.asarray(v, dtype=np.float64) for v in sim.itl_vals]
+    parts_w = [np.ones(len(sim.itl_one), dtype=np.int64)] + [np.asarray(w, dtype=np.int64) for w in sim.itl_wts]
+    itl = Distribution.of(np.concatenate(parts_v), np.concatenate(parts_w))
     start = float(sent.min())
     end = float(done.max())
     duration = end - start

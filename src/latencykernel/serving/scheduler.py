@@ -151,6 +151,9 @@ def schedule(sim: Simulation, rk: Rank) -> tuple[list[tuple[int, int, int, int, 
             if new > budget:
                 new = budget
             hb = hit // bs
+            # KNOWN DIVERGENCE S1: cached prefix blocks are taken as resident and shared (charged
+            # once per rank, never evicted); vLLM takes an evictable cached block out of the
+            # free queue and may have evicted it. A preempted request re-hits only its prefix.
             need_tokens = c + new  # no lookahead for a request not yet computed
             if need_tokens > mml:
                 need_tokens = mml

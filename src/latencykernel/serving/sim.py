@@ -45,6 +45,7 @@ from latencykernel.step_model import StepModel
 __all__ = ["Simulation", "Pool"]
 
 INF = math.inf
+SHORT_RUN = 24  # runs up to this many steps are priced step by step (see _run)
 Plan = list[tuple[int, int, int, int, bool]]
 
 
@@ -141,8 +142,9 @@ class Simulation:
         self.rank_of = [0] * n
         self.now = 0.0
         # accumulators
-        self.itl_vals: list[Any] = []
-        self.itl_wts: list[Any] = []
+        self.itl_one: list[float] = []  # single gaps (weight 1)
+        self.itl_vals: list[Any] = []  # arrays of gaps from runs
+        self.itl_wts: list[Any] = []  # their weights
         self.kv_t: list[Any] = []
         self.kv_u: list[Any] = []
         self.bottleneck: dict[str, float] = {}
@@ -198,6 +200,8 @@ class Simulation:
 
     # ------------------------------------------------------------------ routing
     def _route(self, r: int, t: float) -> None:
+        # KNOWN DIVERGENCE S2: the balancer reads every rank's counts as they stand; vLLM's
+        # frontend reads counts the coordinator publishes every 100 ms, plus its own increments.
         pool = self.stage[r] if self.disagg else 0
         best = None
         best_score = 1 << 62
@@ -224,7 +228,10 @@ class Simulation:
         self.preemptions += 1
 
     def accept(self, r: int) -> int:
-        """Drafts accepted this decode step: the fractional carry floor((n+1)α + φ) − floor(nα + φ)."""
+        """Drafts accepted this decode step: the fractional carry floor((n+1)α + φ) − floor(nα + φ).
+
+        KNOWN DIVERGENCE S3: acceptance is spread evenly (α accepted drafts a step on average,
+        phase φ drawn once per request), not drawn per step as a real draft model's is."""
         a = self.engines[0].cfg.accepted_per_step if not self.disagg else self.cfg[-1].accepted_per_step
         n = self.nspec[r]
         ph = float(self.phase[r])
@@ -256,16 +263,18 @@ class Simulation:
                 raise LatencyKernelError(
                     "the simulation stalled: requests wait that no engine can schedule (internal error; please report)"
                 )
-            bound = min(ta, ts)
+            # the next moment anything else may change: another engine's step end (its
+            # completions send new requests), and, unless they cannot matter, arrivals
+            others = INF
             for e in engines:
-                if e is not eng and e.t < bound:
-                    bound = e.t
+                if e is not eng and e.t < others:
+                    others = e.t
             before = self.completed
-            self._act(eng, bound)
+            self._act(eng, min(ta, ts, others), others)
             if self.progress is not None and self.completed // tick != before // tick:
                 self.progress(self.completed, total)
 
-    def _act(self, eng: _Engine, bound: float) -> None:
+    def _act(self, eng: _Engine, bound: float, others: float = INF) -> None:
         """Engine ``eng`` launches its next step (or run of steps) at ``eng.t``."""
         t = eng.t
         self.now = t
@@ -280,10 +289,11 @@ class Simulation:
         if not any(plans):
             eng.t = INF
             return
-        if cfg.skip_ahead and not pre and self._uniform(eng, plans):
-            if self._run(eng, plans, t, bound):
-                return
         d, bott = self._price(eng, plans)
+        if cfg.skip_ahead and not pre and self._uniform(eng, plans):
+            if self._run(eng, plans, t, bound, others, d):
+                return
+        self.steps += len(plans)
         t_end = t + d
         if asy:
             nxt, _ = self._decide(eng)
@@ -315,7 +325,6 @@ class Simulation:
             else:
                 b = Batch.from_columns([p[1] for p in plan], [p[2] for p in plan], decode_threshold=dt)
             e = eng.model.step_time(b)
-            self.steps += 1
             d = e.overlap if eng.cfg.overlap else e.no_overlap
             if d > best:
                 best, bott = d, str(e.bottleneck)
@@ -349,8 +358,7 @@ class Simulation:
             if o == e:  # first chunk
                 self.first_client[r] = t + o * otpt
             else:
-                self.itl_vals.append((t - self.last_emit[r]) + e * otpt)
-                self.itl_wts.append(1)
+                self.itl_one.append((t - self.last_emit[r]) + e * otpt)
             self.last_emit[r] = t
             if o >= self.target[r]:
                 self._finish(rk, r, t)
@@ -431,9 +439,14 @@ class Simulation:
             anyp = anyp or bool(plan)
         return anyp
 
-    def _run(self, eng: _Engine, plans: list[Plan], t0: float, bound: float) -> bool:
+    def _run(self, eng: _Engine, plans: list[Plan], t0: float, bound: float, others: float, d0: float) -> bool:
         """Commit a run of decode steps starting with ``plans`` (already decided) at ``t0``.
-        Returns False when the run is one step long (the caller takes the ordinary path)."""
+        Returns False when the run is one step long (the caller takes the ordinary path).
+
+        ``bound`` is the next event anywhere; ``others`` the next step end of another engine.
+        With one engine of one rank whose waiting queue is blocked (its head cannot be
+        admitted, and so no request behind it: FCFS), an arrival only joins the queue's tail
+        and changes no decision, so the run may pass it: the arrivals are routed after."""
         cfg = eng.cfg
         k = cfg.num_speculative_tokens
         bs = cfg.block_size
@@ -442,6 +455,15 @@ class Simulation:
         a = cfg.accepted_per_step
         asy = cfg.async_scheduling
         ranks = eng.ranks
+        for rk, plan in zip(ranks, plans):
+            if not self._waiting_blocked(rk, len(plan) * (1 + k)):
+                return False
+        if len(self.engines) == 1 and len(ranks) == 1 and ranks[0].waiting:
+            bound = others  # blocked (checked above), so arrivals cannot change a decision
+        # step 1 is decided at t0 + d0 (sync) or t0 (async): too close to the bound, no run
+        room = (bound - t0) / d0 if d0 > 0 else INF
+        if room < 1.0:
+            return False
         # the longest run possible: until the first request's last token
         per: list[dict[str, Any]] = []
         m = 1 << 30
@@ -450,6 +472,8 @@ class Simulation:
                 per.append({})
                 continue
             rid = np.fromiter((p[0] for p in plan), dtype=np.int64, count=len(plan))
+            if min(self.oute[r] for r in rid.tolist()) == 0:
+                return False  # a first token still in flight: the ordinary path stamps it
             c0 = np.fromiter((p[2] for p in plan), dtype=np.int64, count=len(plan))
             e0 = np.fromiter((p[3] for p in plan), dtype=np.int64, count=len(plan))
             tgt = np.array([self.target[r] for r in rid], dtype=np.int64)
@@ -463,8 +487,12 @@ class Simulation:
             per.append({"rid": rid, "c0": c0, "e0": e0, "o0": o0, "left": left, "tgt": tgt})
         if m <= 1:
             return False
-        # a cap so a single call stays a bounded size
+        # a cap so a single call stays a bounded size, and one from the bound: decode steps
+        # only lengthen as contexts grow, so about (bound - t0) / step-0 steps fit before it
+        # (a wrong guess only shortens the run; the commit below cuts at the bound exactly)
         m = min(m, 4096)
+        if room + 2 < m:
+            m = int(room) + 2
         # per rank, the run's columns over steps 0..m-1
         blocks_ok = m
         for rk, d in zip(ranks, per):
@@ -487,6 +515,7 @@ class Simulation:
             blocks = -(-need_tok // bs)  # blocks step j needs
             held = np.array([self.blk[r] for r in rid.tolist()], dtype=np.int64)  # after step 0
             extra = np.maximum(blocks - held[:, None], 0).sum(axis=0)  # new blocks by step j
+            d["held"] = held
             over = np.nonzero(extra > rk.free)[0]
             if len(over):
                 blocks_ok = min(blocks_ok, int(over[0]))
@@ -494,8 +523,6 @@ class Simulation:
             near = np.nonzero((cb + 1 + k > mml - 1).any(axis=0))[0]
             if len(near):
                 blocks_ok = min(blocks_ok, int(near[0]))
-            if not self._waiting_blocked(rk, nreq * (1 + k)):
-                return False
             d.update(adv=adv, emit=emit, cb=cb, blocks=blocks, extra=extra)
         m = min(m, blocks_ok)
         if m <= 1:
@@ -507,12 +534,21 @@ class Simulation:
             if not d:
                 continue
             nreq = len(d["rid"])
-            step = np.repeat(np.arange(m, dtype=np.int64), nreq)
-            sched = np.full(nreq * m, 1 + k, dtype=np.int64)
-            comp = d["cb"][:, :m].T.reshape(-1)
-            st = eng.model.step_times(step, sched, comp, decode_threshold=cfg.decode_threshold)
-            dd = np.asarray(st.overlap if cfg.overlap else st.no_overlap, dtype=np.float64)
-            bb = np.asarray(st.bottleneck)
+            if m <= SHORT_RUN:
+                # a short run: one step_time a step costs less than step_times' set-up, and
+                # equals it (the StepModel contract)
+                dt = cfg.decode_threshold
+                sched_l = [1 + k] * nreq
+                ests = [eng.model.step_time(Batch.from_columns(sched_l, col, dt)) for col in d["cb"][:, :m].T]
+                dd = np.array([e.overlap if cfg.overlap else e.no_overlap for e in ests], dtype=np.float64)
+                bb = np.array([e.bottleneck for e in ests], dtype=object)
+            else:
+                step = np.repeat(np.arange(m, dtype=np.int64), nreq)
+                sched = np.full(nreq * m, 1 + k, dtype=np.int64)
+                comp = d["cb"][:, :m].T.reshape(-1)
+                st = eng.model.step_times(step, sched, comp, decode_threshold=cfg.decode_threshold)
+                dd = np.asarray(st.overlap if cfg.overlap else st.no_overlap, dtype=np.float64)
+                bb = np.asarray(st.bottleneck)
             if dur is None:
                 dur, bott = dd.copy(), bb.copy()
             else:
@@ -605,10 +641,12 @@ class Simulation:
         pending: list[Plan] = []
         # bookkeeping for every committed step (a rank's step each)
         self.steps += commit * len(eng.ranks)
-        for j in range(commit):
-            eng.busy_s += float(dur[j])
-            b = str(bott[j])
-            self.bottleneck[b] = self.bottleneck.get(b, 0.0) + float(dur[j])
+        dc = dur[:commit]
+        bc = bott[:commit]
+        eng.busy_s += float(dc.sum())
+        for res in set(bc.tolist()):
+            name = str(res)
+            self.bottleneck[name] = self.bottleneck.get(name, 0.0) + float(dc[bc == res].sum())
         tot = sum(rk.usable for rk in eng.ranks)
         used0 = sum(rk.usable - rk.free for rk in eng.ranks)
         extra_all = np.zeros(m, dtype=np.int64)
@@ -620,7 +658,7 @@ class Simulation:
         shift = 1 if eng.cfg.async_scheduling else 0
         self.kv_t.extend(times[1:commit].tolist())
         self.kv_u.extend(((used0 + extra_all[shift : commit - 1 + shift]) / tot).tolist())
-        for rk, plan, d in zip(eng.ranks, plans, per):
+        for rk, d in zip(eng.ranks, per):
             if not d:
                 pending.append([])
                 continue
@@ -631,41 +669,46 @@ class Simulation:
             blocks = d["blocks"]
             # decisions through step `last` (blocks are only ever added: a request keeps what
             # it holds when rolled-back drafts leave it more than the formula)
-            held = np.array([self.blk[r] for r in rid.tolist()], dtype=np.int64)
-            comp_new = cb[:, last] + adv[:, last]
-            outs_new = d["o0"] + emit[:, 1 : last + 1].sum(axis=1)
-            blk_new = np.maximum(blocks[:, last], held)
+            rl = rid.tolist()
+            held = d["held"]
+            comp_new = (cb[:, last] + adv[:, last]).tolist()
+            outs_new = (d["o0"] + emit[:, 1 : last + 1].sum(axis=1)).tolist()
+            blk_new = np.maximum(blocks[:, last], held).tolist()
             rk.free -= int(d["extra"][last])
+            comp, outs, blk = self.comp, self.outs, self.blk
+            for i, r in enumerate(rl):
+                comp[r] = comp_new[i]
+                outs[r] = outs_new[i]
+                blk[r] = blk_new[i]
             if k:
-                for r in rid.tolist():
+                for r in rl:
                     self.nspec[r] += last
-            for i, r in enumerate(rid.tolist()):
-                self.comp[r] = int(comp_new[i])
-                self.outs[r] = int(outs_new[i])
-                self.blk[r] = int(blk_new[i])
-            # outputs of step 0 through the ordinary path
-            self._outputs(rk, plan, float(times[1]))
-            # outputs of steps 1..commit-2 at once, then step commit-1 through the ordinary path
-            mid_end = commit - 1
-            if mid_end > 1:
-                gaps = np.diff(times[1 : mid_end + 1])  # step j's end minus step j-1's end, j = 1..mid_end-1
-                em = emit[:, 1:mid_end]
+            # outputs of steps 0..commit-1 at once, as ``_outputs`` takes them one by one:
+            # every request here has emitted before, so each emission is a gap
+            ends = times[1 : commit + 1]
+            em = emit[:, :commit]
+            le = np.array([self.last_emit[r] for r in rl])
+            self.itl_vals.append((ends[0] - le) + em[:, 0] * otpt)
+            self.itl_wts.append(np.ones(len(rl), dtype=np.int64))
+            if commit > 1:
+                gaps = np.diff(ends)  # step j's end minus step j-1's end, j = 1..commit-1
                 if k == 0:
                     self.itl_vals.append(gaps + otpt)
-                    self.itl_wts.append(np.full(len(gaps), len(rid), dtype=np.int64))
+                    self.itl_wts.append(np.full(len(gaps), len(rl), dtype=np.int64))
                 else:
-                    self.itl_vals.append((gaps[None, :] + em * otpt).reshape(-1))
-                    self.itl_wts.append(np.ones(em.size, dtype=np.int64))
-                tl = float(times[mid_end])
-                oute = self.oute
-                le = self.last_emit
-                for r, s in zip(rid.tolist(), em.sum(axis=1).tolist()):
-                    oute[r] += s
-                    le[r] = tl
-            if commit >= 2:
-                j = commit - 1
-                step_plan = [(int(r), 1 + k, int(cb[i, j]), int(emit[i, j]), True) for i, r in enumerate(rid.tolist())]
-                self._outputs(rk, step_plan, float(times[j + 1]))
+                    self.itl_vals.append((gaps[None, :] + em[:, 1:] * otpt).reshape(-1))
+                    self.itl_wts.append(np.ones(len(rl) * (commit - 1), dtype=np.int64))
+            t_last = float(ends[-1])
+            oute, last_emit, target = self.oute, self.last_emit, self.target
+            done = []
+            for r, e in zip(rl, em.sum(axis=1).tolist()):
+                o = oute[r] + e
+                oute[r] = o
+                last_emit[r] = t_last
+                if o >= target[r]:
+                    done.append(r)
+            for r in done:
+                self._finish(rk, r, t_last)
             if commit < m:
                 pending.append(
                     [(int(r), 1 + k, int(cb[i, last]), int(emit[i, last]), True) for i, r in enumerate(rid.tolist())]

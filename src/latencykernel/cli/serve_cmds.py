@@ -1,0 +1,184 @@
+"""``latencykernel serve``: a benchmark run replayed through the deployment's scheduler, printed
+in ``vllm bench serve``'s terms."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from latencykernel.cli import app
+from latencykernel.cli.common import CatalogDir, Json, RegistryDir, ScenariosDir, console, open_kernel, print_json
+from latencykernel.errors import LatencyKernelError
+
+
+def _numbers(name: str, text: str, kind: type) -> list[Any]:
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            v = kind(part)
+        except ValueError:
+            raise LatencyKernelError(f"--{name} takes a comma-separated list of numbers, got {text!r}") from None
+        if not v > 0:
+            raise LatencyKernelError(f"--{name} values must be positive, got {part}")
+        out.append(v)
+    if not out:
+        raise LatencyKernelError(f"--{name} needs at least one value, got {text!r}")
+    return out
+
+
+@app.command("serve")
+def serve_cmd(
+    scenario: str = typer.Argument(..., help="Scenario path, relative to the scenarios directory or a file."),
+    isl: int = typer.Option(1024, "--isl", min=1, help="Prompt tokens per request."),
+    osl: int = typer.Option(1024, "--osl", min=1, help="Output tokens per request."),
+    concurrency: str | None = typer.Option(
+        None, "--concurrency", help="Closed loop: requests in flight, one or a comma-separated sweep (e.g. 1,4,16,64)."
+    ),
+    request_rate: str | None = typer.Option(
+        None, "--request-rate", help="Open loop: Poisson requests per second, one or a comma-separated sweep."
+    ),
+    num_prompts: int | None = typer.Option(
+        None, "--num-prompts", min=1, help="Requests per run (default 10 x concurrency; 1000 for a request rate)."
+    ),
+    range_ratio: float = typer.Option(
+        0.0, "--random-range-ratio", min=0.0, max=0.999, help="Lengths drawn as vllm bench serve's random dataset."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed of the length and arrival draws."),
+    num_prefill: int = typer.Option(1, "--num-prefill", min=1, help="Disaggregated: prefill engines (the x of xPyD)."),
+    num_decode: int = typer.Option(1, "--num-decode", min=1, help="Disaggregated: decode engines (the y of xPyD)."),
+    as_json: bool = Json,
+    scenarios_dir: Path | None = ScenariosDir,
+    catalog: Path | None = CatalogDir,
+    registry: Path | None = RegistryDir,
+) -> None:
+    """Replay a benchmark client (closed loop at a concurrency, or Poisson at a rate) through
+    vLLM v1's scheduler on this deployment's step price: TTFT, TPOT, ITL, E2EL and throughputs
+    as vllm bench serve reports them."""
+    from latencykernel.serving import ClosedLoop, Poisson, RandomRange
+
+    if (concurrency is None) == (request_rate is None):
+        raise LatencyKernelError("give exactly one of --concurrency or --request-rate")
+    k = open_kernel(scenario, 0, scenarios_dir, catalog, registry)
+    model: Any = k
+    if k.deployment().role != "colocated":
+        model = _disaggregated(k, scenario, num_prefill, num_decode, scenarios_dir, catalog, registry)
+    lin: Any = RandomRange(isl, range_ratio) if range_ratio > 0 else isl
+    lout: Any = RandomRange(osl, range_ratio) if range_ratio > 0 else osl
+    points: list[tuple[str, float, Any]] = []
+    if concurrency is not None:
+        for c in _numbers("concurrency", concurrency, int):
+            points.append(("concurrency", c, ClosedLoop(c, lin, lout, num_prompts)))
+    else:
+        assert request_rate is not None
+        for r in _numbers("request-rate", request_rate, float):
+            points.append(("request_rate", r, Poisson(r, lin, lout, num_prompts or 1000)))
+    results = []
+    c = console()
+    for key, value, wl in points:
+        results.append((key, value, _run(c, model, wl, seed, quiet=as_json)))
+    if as_json:
+        recs = []
+        for key, value, res in results:
+            rec: dict[str, Any] = {"scenario": k.name, key: value, "isl": isl, "osl": osl}
+            rec.update(res.as_vllm_bench())
+            rec.update(
+                output_throughput_per_gpu=res.output_throughput_per_gpu,
+                preemptions=res.preemptions,
+                saturated=res.saturated,
+                sustained_request_rate=res.sustained_request_rate,
+            )
+            recs.append(rec)
+        print_json(recs)
+        return
+    _table(c, k.name, isl, osl, results)
+
+
+def _disaggregated(first: Any, scenario: str, x: int, y: int, *roots: Any) -> Any:
+    """The prefill and decode pools of a disaggregated deployment, KV moved between them by
+    the kernel's ``pd_transfer_time`` (prefill on the first nodes, decode on the next)."""
+    from latencykernel.kernel import Placement
+    from latencykernel.serving import Disaggregated
+
+    pools = [first, open_kernel(scenario, 1, *roots)]
+    roles = [p.deployment().role for p in pools]
+    if sorted(roles) != ["decode", "prefill"]:
+        raise LatencyKernelError(f"a disaggregated deployment needs one prefill and one decode pool, got {roles}")
+    p, d = (pools[0], pools[1]) if roles[0] == "prefill" else (pools[1], pools[0])
+    src, dst = Placement(node=0), Placement(node=int(p.deployment().nodes))
+    return Disaggregated(p, d, x, y, transfer_s=lambda tokens: p.pd_transfer_time(tokens, src, dst))
+
+
+def _run(c: Any, k: Any, wl: Any, seed: int, quiet: bool) -> Any:
+    """One run, with a progress bar once it has taken more than a second."""
+    from latencykernel.serving import simulate
+
+    start = time.perf_counter()
+    state: dict[str, Any] = {}
+
+    def progress(done: int, total: int) -> None:
+        if quiet:
+            return
+        if "bar" not in state:
+            if time.perf_counter() - start < 1.0:
+                return
+            from rich.progress import Progress
+
+            bar = Progress(console=c, transient=True)
+            bar.start()
+            state["bar"] = bar
+            state["task"] = bar.add_task(wl.describe(), total=total)
+        state["bar"].update(state["task"], completed=done)
+
+    try:
+        return simulate(k, wl, seed=seed, progress=progress)
+    finally:
+        if "bar" in state:
+            state["bar"].stop()
+
+
+ROWS = [
+    ("Successful requests", "completed", "{:,.0f}"),
+    ("Benchmark duration (s)", "duration", "{:,.2f}"),
+    ("Request throughput (req/s)", "request_throughput", "{:,.2f}"),
+    ("Output token throughput (tok/s)", "output_throughput", "{:,.1f}"),
+    ("Output token throughput per GPU", "output_throughput_per_gpu", "{:,.1f}"),
+    ("Total token throughput (tok/s)", "total_token_throughput", "{:,.1f}"),
+] + [
+    (f"{stat.capitalize() if stat != 'p99' else 'P99'} {name.upper()} (ms)", f"{stat}_{name}_ms", "{:,.2f}")
+    for name in ("ttft", "tpot", "itl", "e2el")
+    for stat in ("mean", "median", "p99")
+]
+
+
+def _table(c: Any, name: str, isl: int, osl: int, results: list[tuple[str, float, Any]]) -> None:
+    """One column per run, one row per figure, labelled as vllm bench serve's console does."""
+    from rich.table import Table
+
+    c.print(f"[bold]{name}[/bold]: {isl:,} prompt / {osl:,} output tokens")
+    t = Table()
+    key = results[0][0]
+    t.add_column("concurrency" if key == "concurrency" else "request rate (req/s)")
+    recs = []
+    for _, value, r in results:
+        t.add_column(f"{value:g}" + (" (saturated)" if r.saturated else ""), justify="right")
+        rec = r.as_vllm_bench()
+        rec["output_throughput_per_gpu"] = r.output_throughput_per_gpu
+        recs.append(rec)
+    for label, field, fmt in ROWS:
+        t.add_row(label, *[fmt.format(rec[field]) for rec in recs])
+    c.print(t)
+    c.print("times in ms; TPOT excludes the first token, as vllm bench serve reports it")
+    for _, value, r in results:
+        if r.saturated:
+            c.print(
+                f"at {value:g} the queue grows without bound: the deployment sustains "
+                f"{r.sustained_request_rate:.2f} req/s; latencies reflect the simulated length only"
+            )
+        if r.preemptions:
+            c.print(f"at {value:g}: {r.preemptions} preemptions (KV cache ran out)")

@@ -1,0 +1,48 @@
+"""``latencykernel serve`` end to end: the table, the JSON records, and bad input exiting 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+GUIDE = "aisimulate/deepseek-v3-h200-fp8-sglang-tp8.yaml"
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "latencykernel", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_serve_json_records_match_the_library() -> None:
+    """Guards the command printing what ``estimate`` computes, one record per point."""
+    r = run("serve", GUIDE, "--isl", "256", "--osl", "64", "--concurrency", "1,8", "--json")
+    assert r.returncode == 0, r.stderr
+    recs = json.loads(r.stdout)
+    assert [x["concurrency"] for x in recs] == [1, 8]
+    import latencykernel as lk
+    from latencykernel.serving import estimate
+
+    want = estimate(lk.open(GUIDE), isl=256, osl=64, concurrency=8).as_vllm_bench()
+    for key, value in want.items():
+        assert recs[1][key] == value, key
+
+
+def test_serve_table_names_vllm_bench_rows() -> None:
+    """Guards the table's labels (vllm bench serve's console rows)."""
+    r = run("serve", GUIDE, "--isl", "128", "--osl", "16", "--concurrency", "2")
+    assert r.returncode == 0, r.stderr
+    for label in ("Request throughput (req/s)", "Median TTFT (ms)", "P99 TPOT (ms)", "Mean ITL (ms)"):
+        assert label in r.stdout
+
+
+def test_serve_bad_input_exits_2_with_one_sentence() -> None:
+    """Guards bad input: exit 2, a message naming the setting, no traceback."""
+    for args in (
+        ("--concurrency", "1,x"),
+        ("--isl", "40000", "--concurrency", "1"),
+        ("--concurrency", "2", "--request-rate", "3"),
+    ):
+        r = run("serve", GUIDE, *args)
+        assert r.returncode == 2, (args, r.stderr)
+        assert "Traceback" not in r.stderr and r.stderr.startswith("error:")
+    assert "max_model_len" in run("serve", GUIDE, "--isl", "40000", "--concurrency", "1").stderr

@@ -1,0 +1,98 @@
+"""The serving simulation on a real kernel (the guide's deployment)."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+import latencykernel as lk
+from latencykernel.batch import Batch
+from latencykernel.errors import RefusedError
+from latencykernel.serving import ClosedLoop, Poisson, estimate, simulate
+
+GUIDE = "aisimulate/deepseek-v3-h200-fp8-sglang-tp8.yaml"
+
+VLLM_KEYS = {
+    "duration",
+    "completed",
+    "total_input_tokens",
+    "total_output_tokens",
+    "request_throughput",
+    "output_throughput",
+    "total_token_throughput",
+    "max_concurrent_requests",
+} | {f"{s}_{m}_ms" for s in ("mean", "median", "std", "p90", "p95", "p99") for m in ("ttft", "tpot", "itl", "e2el")}
+
+
+@functools.cache
+def guide() -> lk.Kernel:
+    return lk.open(GUIDE)
+
+
+def test_concurrency_one_tpot_is_the_decode_step_plus_host_time() -> None:
+    """Guards the per-token accounting: alone, a request's TPOT is its decode steps (one per
+    token after the first, at growing context) plus the per-token host time, plus the
+    completion overhead spread over the gaps, exactly."""
+    k = guide()
+    isl, osl = 512, 33
+    r = simulate(k, ClosedLoop(1, isl, osl, num_prompts=2))
+    steps = [
+        k.step_time(Batch.from_columns([1], [isl + t - 2], decode_threshold=8)).no_overlap for t in range(2, osl + 1)
+    ]
+    want = (sum(steps) + (osl - 1) * k.output_token_overhead() + k.completion_overhead()) / (osl - 1)
+    assert r.tpot.median == pytest.approx(want, rel=1e-12)
+    prefill = k.step_time(Batch.from_columns([isl], [0], decode_threshold=8)).no_overlap
+    ttft = k.admission_overhead(isl) + prefill + k.output_token_overhead()
+    assert r.ttft.median == pytest.approx(ttft, rel=1e-12)
+
+
+@pytest.mark.parametrize("async_scheduling", [False, True])
+def test_skip_ahead_equals_step_by_step_on_the_kernel(async_scheduling: bool) -> None:
+    """Guards the vectorised runs on the kernel's own step_times: the same latencies and gaps."""
+    k = guide()
+    wl = ClosedLoop(24, 300, 120, num_prompts=48)
+    a = simulate(k, wl, async_scheduling=async_scheduling, skip_ahead=True)
+    b = simulate(k, wl, async_scheduling=async_scheduling, skip_ahead=False)
+    for key in ("ttft", "tpot", "e2el"):
+        assert np.array_equal(a.per_request[key], b.per_request[key]), key
+    assert a.itl == b.itl and a.steps == b.steps
+
+
+def test_estimate_reports_vllm_bench_keys_and_assumptions() -> None:
+    """Guards the result's public shape: every vllm bench serve key, per-GPU throughput over
+    the deployment's GPUs, bottleneck shares summing to one, recorded assumptions."""
+    k = guide()
+    r = estimate(k, isl=256, osl=64, concurrency=8)
+    b = r.as_vllm_bench()
+    assert VLLM_KEYS <= set(b)
+    assert b["completed"] == 80 and b["total_output_tokens"] == 80 * 64
+    assert r.gpus == 8
+    assert r.output_throughput_per_gpu == pytest.approx(r.output_throughput / 8)
+    assert sum(r.bottleneck_shares.values()) == pytest.approx(1.0)
+    names = {a[0] for a in r.assumptions}
+    assert {"num_prompts", "max_num_seqs", "num_gpu_blocks", "output_token_overhead"} <= names
+    assert 0 < r.kv_usage.max() <= 1
+
+
+def test_limits_carry_the_scheduler_settings() -> None:
+    """Guards the fields serving reads from Kernel.limits()."""
+    lim = guide().limits()
+    assert lim.enable_chunked_prefill and lim.long_prefill_token_threshold == 0
+    assert lim.scheduling_policy == "fcfs" and lim.engine == "vllm"
+    assert not lim.lockstep_data_parallel  # dp = 1
+
+
+def test_kernel_refuses_a_prompt_beyond_max_model_len() -> None:
+    """Guards the refusal on the kernel's own max_model_len (32,768 on the guide)."""
+    with pytest.raises(RefusedError) as e:
+        estimate(guide(), isl=32000, osl=1024, concurrency=1)
+    assert e.value.setting == "max_model_len"
+
+
+def test_open_loop_below_capacity_tracks_the_offered_rate() -> None:
+    """Guards the open loop: below capacity the deployment serves what is offered."""
+    r = simulate(guide(), Poisson(2.0, 256, 64, num_prompts=200), seed=2)
+    assert not r.saturated
+    assert r.request_throughput == pytest.approx(2.0, rel=0.2)
