@@ -91,7 +91,9 @@ def _front_table(result: Any, top: int) -> Any:
         "$/M tok",
         "SLO",
     ):
-        t.add_column(col, justify="left" if col in ("deployment", "load", "SLO") else "right")
+        t.add_column(
+            col, justify="left" if col in ("deployment", "load", "SLO") else "right", no_wrap=col == "deployment"
+        )
     for c in result.front[:top]:
         f = c.figures
         cost = c.cost.get("usd_per_mtok")
@@ -130,7 +132,7 @@ def _print_sizing(con: Any, result: Any, rate: float, as_json: bool, top: int) -
         return
     t = Table(title=f"Fewest GPUs serving {rate:g} requests/s within the SLO")
     for col in ("deployment", "replicas", "GPUs", "TTFT p99 ms", "TPOT mean ms", "$/hour", "$/M tok"):
-        t.add_column(col, justify="left" if col == "deployment" else "right")
+        t.add_column(col, justify="left" if col == "deployment" else "right", no_wrap=col == "deployment")
     for s in result.sizing[:top]:
         f, cost = s.figures, s.cost
         t.add_row(
