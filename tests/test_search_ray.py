@@ -28,7 +28,7 @@ def _ray() -> object:
 def test_ray_equals_local() -> None:
     """Guards a Ray run that reorders, drops or changes candidates (chunks finishing out of
     order, documents shipped differently): a local Ray instance of 2 CPUs gives exactly the
-    local processes' result, and the documents are fetched once per worker."""
+    local processes' result: candidates, refusals, front, best and the run's record."""
     ray = _ray()
     here = Path(__file__).resolve().parent
     path = os.pathsep.join([str(here), str(here.parent / "src"), os.environ.get("PYTHONPATH", "")])
