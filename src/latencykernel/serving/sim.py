@@ -499,31 +499,37 @@ class Simulation:
             if not d:
                 continue
             rid, c0 = d["rid"], d["c0"]
-            nreq = len(rid)
+            held = np.array([self.blk[r] for r in rid.tolist()], dtype=np.int64)  # after step 0
+            d["held"] = held
             if k == 0:
-                adv = np.ones((nreq, m), dtype=np.int64)
-                emit = np.ones((nreq, m), dtype=np.int64)
-                emit[:, 0] = d["e0"]
+                # one token a step: request i computes c0 + j tokens before step j and first
+                # needs block held + 1 at step s = held·bs − c0, then one more every bs steps
+                first = held * bs - c0
+                hops = first[:, None] + bs * np.arange(-(-m // bs) + 1, dtype=np.int64)[None, :]
+                hops = hops[hops < m]
+                extra = np.cumsum(np.bincount(hops, minlength=m)[:m])  # new blocks by step j
+                d.update(first=first, extra=extra)
+                # the input position stays below max_model_len
+                near = mml - 1 - int(c0.max())
+                if near < m:
+                    blocks_ok = min(blocks_ok, max(near, 0))
             else:
                 adv, emit = self._spec_columns(rid, d["e0"], d["left"], m, a)
-            cb = np.empty((nreq, m), dtype=np.int64)
-            cb[:, 0] = c0
-            if m > 1:
-                np.cumsum(adv[:, :-1], axis=1, out=cb[:, 1:])
-                cb[:, 1:] += c0[:, None]
-            need_tok = np.minimum(cb + (1 + k) + la, mml)
-            blocks = -(-need_tok // bs)  # blocks step j needs
-            held = np.array([self.blk[r] for r in rid.tolist()], dtype=np.int64)  # after step 0
-            extra = np.maximum(blocks - held[:, None], 0).sum(axis=0)  # new blocks by step j
-            d["held"] = held
+                cb = np.empty((len(rid), m), dtype=np.int64)
+                cb[:, 0] = c0
+                if m > 1:
+                    np.cumsum(adv[:, :-1], axis=1, out=cb[:, 1:])
+                    cb[:, 1:] += c0[:, None]
+                need_tok = np.minimum(cb + (1 + k) + la, mml)
+                blocks = -(-need_tok // bs)  # blocks step j needs
+                extra = np.maximum(blocks - held[:, None], 0).sum(axis=0)  # new blocks by step j
+                near_j = np.nonzero((cb + 1 + k > mml - 1).any(axis=0))[0]
+                if len(near_j):
+                    blocks_ok = min(blocks_ok, int(near_j[0]))
+                d.update(adv=adv, emit=emit, cb=cb, blocks=blocks, extra=extra)
             over = np.nonzero(extra > rk.free)[0]
             if len(over):
                 blocks_ok = min(blocks_ok, int(over[0]))
-            # a step whose input position would reach max_model_len is capped differently
-            near = np.nonzero((cb + 1 + k > mml - 1).any(axis=0))[0]
-            if len(near):
-                blocks_ok = min(blocks_ok, int(near[0]))
-            d.update(adv=adv, emit=emit, cb=cb, blocks=blocks, extra=extra)
         m = min(m, blocks_ok)
         if m <= 1:
             return False
@@ -534,19 +540,22 @@ class Simulation:
             if not d:
                 continue
             nreq = len(d["rid"])
+            if k == 0:
+                cols = np.arange(m, dtype=np.int64)[:, None] + d["c0"][None, :]  # step-major
+            else:
+                cols = np.ascontiguousarray(d["cb"][:, :m].T)
             if m <= SHORT_RUN:
                 # a short run: one step_time a step costs less than step_times' set-up, and
                 # equals it (the StepModel contract)
                 dt = cfg.decode_threshold
                 sched_l = [1 + k] * nreq
-                ests = [eng.model.step_time(Batch.from_columns(sched_l, col, dt)) for col in d["cb"][:, :m].T]
+                ests = [eng.model.step_time(Batch.from_columns(sched_l, col, dt)) for col in cols]
                 dd = np.array([e.overlap if cfg.overlap else e.no_overlap for e in ests], dtype=np.float64)
                 bb = np.array([e.bottleneck for e in ests], dtype=object)
             else:
                 step = np.repeat(np.arange(m, dtype=np.int64), nreq)
                 sched = np.full(nreq * m, 1 + k, dtype=np.int64)
-                comp = d["cb"][:, :m].T.reshape(-1)
-                st = eng.model.step_times(step, sched, comp, decode_threshold=cfg.decode_threshold)
+                st = eng.model.step_times(step, sched, cols.reshape(-1), decode_threshold=cfg.decode_threshold)
                 dd = np.asarray(st.overlap if cfg.overlap else st.no_overlap, dtype=np.float64)
                 bb = np.asarray(st.bottleneck)
             if dur is None:
@@ -663,17 +672,29 @@ class Simulation:
                 pending.append([])
                 continue
             rid = d["rid"]
-            emit = d["emit"]
-            cb = d["cb"]
-            adv = d["adv"]
-            blocks = d["blocks"]
+            rl = rid.tolist()
+            n = len(rl)
+            held = d["held"]
             # decisions through step `last` (blocks are only ever added: a request keeps what
             # it holds when rolled-back drafts leave it more than the formula)
-            rl = rid.tolist()
-            held = d["held"]
-            comp_new = (cb[:, last] + adv[:, last]).tolist()
-            outs_new = (d["o0"] + emit[:, 1 : last + 1].sum(axis=1)).tolist()
-            blk_new = np.maximum(blocks[:, last], held).tolist()
+            if k == 0:
+                c0 = d["c0"]
+                comp_new = (c0 + (last + 1)).tolist()
+                outs_new = (d["o0"] + last).tolist()
+                first = d["first"]
+                grown = np.where(last >= first, (last - first) // eng.cfg.block_size + 1, 0)
+                blk_new = (held + grown).tolist()
+                em_sum = [commit] * n  # one token a step
+                pend_c = (c0 + last).tolist()
+                pend_e = [1] * n
+            else:
+                emit, cb, adv, blocks = d["emit"], d["cb"], d["adv"], d["blocks"]
+                comp_new = (cb[:, last] + adv[:, last]).tolist()
+                outs_new = (d["o0"] + emit[:, 1 : last + 1].sum(axis=1)).tolist()
+                blk_new = np.maximum(blocks[:, last], held).tolist()
+                em_sum = emit[:, :commit].sum(axis=1).tolist()
+                pend_c = cb[:, last].tolist()
+                pend_e = emit[:, last].tolist()
             rk.free -= int(d["extra"][last])
             comp, outs, blk = self.comp, self.outs, self.blk
             for i, r in enumerate(rl):
@@ -686,22 +707,23 @@ class Simulation:
             # outputs of steps 0..commit-1 at once, as ``_outputs`` takes them one by one:
             # every request here has emitted before, so each emission is a gap
             ends = times[1 : commit + 1]
-            em = emit[:, :commit]
             le = np.array([self.last_emit[r] for r in rl])
-            self.itl_vals.append((ends[0] - le) + em[:, 0] * otpt)
-            self.itl_wts.append(np.ones(len(rl), dtype=np.int64))
+            e0 = 1 if k == 0 else d["emit"][:, 0]
+            self.itl_vals.append((ends[0] - le) + e0 * otpt)
+            self.itl_wts.append(np.ones(n, dtype=np.int64))
             if commit > 1:
                 gaps = np.diff(ends)  # step j's end minus step j-1's end, j = 1..commit-1
                 if k == 0:
                     self.itl_vals.append(gaps + otpt)
-                    self.itl_wts.append(np.full(len(gaps), len(rl), dtype=np.int64))
+                    self.itl_wts.append(np.full(len(gaps), n, dtype=np.int64))
                 else:
-                    self.itl_vals.append((gaps[None, :] + em[:, 1:] * otpt).reshape(-1))
-                    self.itl_wts.append(np.ones(len(rl) * (commit - 1), dtype=np.int64))
+                    em = d["emit"][:, 1:commit]
+                    self.itl_vals.append((gaps[None, :] + em * otpt).reshape(-1))
+                    self.itl_wts.append(np.ones(n * (commit - 1), dtype=np.int64))
             t_last = float(ends[-1])
             oute, last_emit, target = self.oute, self.last_emit, self.target
             done = []
-            for r, e in zip(rl, em.sum(axis=1).tolist()):
+            for r, e in zip(rl, em_sum):
                 o = oute[r] + e
                 oute[r] = o
                 last_emit[r] = t_last
@@ -710,9 +732,7 @@ class Simulation:
             for r in done:
                 self._finish(rk, r, t_last)
             if commit < m:
-                pending.append(
-                    [(int(r), 1 + k, int(cb[i, last]), int(emit[i, last]), True) for i, r in enumerate(rid.tolist())]
-                )
+                pending.append(list(zip(rl, [1 + k] * n, pend_c, pend_e, [True] * n)))
         eng.t = float(times[commit])
         self.now = eng.t
         self._kv_sample(eng, eng.t)
