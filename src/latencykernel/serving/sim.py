@@ -46,6 +46,7 @@ __all__ = ["Simulation", "Pool"]
 
 INF = math.inf
 SHORT_RUN = 24  # runs up to this many steps are priced step by step (see _run)
+FAST_OUTPUTS = 32  # plans from this size have their outputs taken with numpy
 Plan = list[tuple[int, int, int, int, bool]]
 
 
@@ -344,6 +345,9 @@ class Simulation:
 
     def _outputs(self, rk: Rank, plan: Plan, t: float) -> None:
         """The client-visible effect of a finished step (vLLM's update_from_output)."""
+        if len(plan) >= FAST_OUTPUTS and not self.disagg:
+            self._outputs_many(rk, plan, t)
+            return
         otpt = self.otpt
         for r, _n, _c, e, _dec in plan:
             if e == 0:
@@ -362,6 +366,38 @@ class Simulation:
             self.last_emit[r] = t
             if o >= self.target[r]:
                 self._finish(rk, r, t)
+
+    def _outputs_many(self, rk: Rank, plan: Plan, t: float) -> None:
+        """``_outputs`` with numpy for a large plan: the same stamps, gaps and finishes."""
+        otpt = self.otpt
+        rs = [p[0] for p in plan if p[3]]
+        if not rs:
+            return
+        es = [p[3] for p in plan if p[3]]
+        oute, last_emit = self.oute, self.last_emit
+        o_old = np.fromiter(map(oute.__getitem__, rs), dtype=np.int64, count=len(rs))
+        e = np.array(es, dtype=np.int64)
+        o_new = o_old + e
+        gap = o_old > 0
+        if gap.all():
+            le = np.fromiter(map(last_emit.__getitem__, rs), dtype=np.float64, count=len(rs))
+            self.itl_vals.append((t - le) + e * otpt)
+            self.itl_wts.append(np.ones(len(rs), dtype=np.int64))
+        else:
+            for r, o, ee, g in zip(rs, o_new.tolist(), es, gap.tolist()):
+                if g:
+                    self.itl_one.append((t - last_emit[r]) + ee * otpt)
+                else:
+                    self.first_client[r] = t + o * otpt
+        target = self.target
+        done = []
+        for r, o in zip(rs, o_new.tolist()):
+            oute[r] = o
+            last_emit[r] = t
+            if o >= target[r]:
+                done.append(r)
+        for r in done:
+            self._finish(rk, r, t)
 
     def _release(self, rk: Rank, r: int) -> None:
         rk.running.remove(r)
