@@ -55,7 +55,8 @@ def main(path: Path) -> None:
             except LatencyKernelError as e:
                 refused.append(f"{name} c={c}: {e}")
                 continue
-            for group in ("all", f"engine {a['framework']}", f"chip {a['gpu']}"):
+            band = "c <= 8" if c <= 8 else "c 16-64" if c <= 64 else "c >= 128"
+            for group in ("all", f"engine {a['framework']}", f"chip {a['gpu']}", f"load {band}", f"work {a['label']}"):
                 err[group]["tpot"].append(r.tpot.median * 1e6 / float(tpot_us) - 1)
                 if ttft_us:
                     err[group]["ttft"].append(r.ttft.median * 1e6 / float(ttft_us) - 1)

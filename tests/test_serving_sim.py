@@ -385,3 +385,21 @@ def test_goodput_counts_requests_meeting_every_slo() -> None:
     assert r.goodput({"ttft": 1e9, "tpot": 1e9}) == pytest.approx(r.request_throughput)
     with pytest.raises(LatencyKernelError, match="ttft, tpot and e2el"):
         r.goodput({"itl": 5})
+
+
+@pytest.mark.parametrize("name,engine,wl", CASES, ids=[c[0] for c in CASES])
+def test_vectorised_decode_prefix_equals_the_loop(
+    name: str, engine: dict[str, Any], wl: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Guards the numpy shortcuts (the running loop's leading decodes, a large step's outputs):
+    the same run as the request-by-request loops (forced on for every batch size, then off)."""
+    import latencykernel.serving.scheduler as sched
+    import latencykernel.serving.sim as sim
+
+    monkeypatch.setattr(sched, "FAST_MIN", 1)
+    monkeypatch.setattr(sim, "FAST_OUTPUTS", 1)
+    a = simulate(Affine(), wl, seed=2, skip_ahead=False, **engine)
+    monkeypatch.setattr(sched, "FAST_MIN", 10**9)
+    monkeypatch.setattr(sim, "FAST_OUTPUTS", 10**9)
+    b = simulate(Affine(), wl, seed=2, skip_ahead=False, **engine)
+    _same(a, b)
