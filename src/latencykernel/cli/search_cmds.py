@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -71,20 +72,6 @@ def _space(
     return base
 
 
-def _rounded(x: Any) -> Any:
-    """JSON-ready data with floats at 6 significant digits (the figures carry no more) and
-    tuples as lists."""
-    if isinstance(x, float):
-        return float(f"{x:.6g}") if x == x and x not in (float("inf"), float("-inf")) else None
-    if isinstance(x, dict):
-        return {str(k): _rounded(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_rounded(v) for v in x]
-    if x is None or isinstance(x, bool | int | str):
-        return x
-    return str(x)
-
-
 def _ms(v: float) -> str:
     return f"{v * 1e3:,.1f}"
 
@@ -141,7 +128,7 @@ def _print_sizing(con: Any, result: Any, rate: float, as_json: bool, top: int) -
     from rich.table import Table
 
     if as_json:
-        print_json(_rounded(result.as_dict()))
+        print_json(json.loads(json.dumps(result.as_dict(), default=str)))
         return
     t = Table(title=f"Fewest GPUs serving {rate:g} requests/s within the SLO")
     for col in ("deployment", "replicas", "GPUs", "TTFT p99 ms", "TPOT mean ms", "$/hour", "$/M tok"):
@@ -303,7 +290,7 @@ def search_cmd(
         except OSError as e:
             raise LatencyKernelError(f"--html {str(html_out)!r}: cannot be written ({e.strerror or e})") from None
     if as_json:
-        print_json(_rounded(result.as_dict()))
+        print_json(json.loads(json.dumps(result.as_dict(), default=str)))
         return
     built = result.deployments - sum(1 for r in result.refusals if r.load is None)
     con.print(
