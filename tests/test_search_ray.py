@@ -40,8 +40,9 @@ def test_ray_equals_local() -> None:
     finally:
         ray.shutdown()  # type: ignore[attr-defined]
     local = run("deepseek-v3", WORKLOAD, SLO, SPACE, executor="local", workers=2, simulator=SIM)
-    # 8 deployments × 2 loads, less h200 tp4 dp1 (four H200s do not hold DeepSeek-V3's weights)
-    assert len(local.candidates) == 14 and [r.deployment.label() for r in local.refusals] == ["h200 tp4 dp1 ep"]
+    # 8 deployments × 2 loads, less the refused ones (four H200s do not hold DeepSeek-V3's weights)
+    assert len(local.candidates) == 2 * (8 - len(local.refusals)) >= 8
+    assert "h200 tp4 dp1 ep" in [r.deployment.label() for r in local.refusals]
     assert on_ray.candidates == local.candidates
     assert on_ray.refusals == local.refusals
     assert on_ray.front == local.front and on_ray.best == local.best
