@@ -143,3 +143,29 @@ def test_page_draws_the_points_in_a_real_browser(tmp_path: Path, result: Any) ->
     tip = re.search(r'<div id="tip" style="([^"]*)">([^<]*)</div>', dom)
     assert tip is not None and "display: block" in tip.group(1)
     assert tip.group(2).startswith(steady[0].deployment.label())
+
+
+def test_command_fewest_gpus_equals_the_library() -> None:
+    """Guards the command's inverse question drifting from ``search.fewest_gpus``."""
+    from latencykernel.search import fewest_gpus
+
+    args = ["--model", "deepseek-v3", "--hardware", "h200", "--isl", "1024", "--osl", "256", "--tp", "4,8"]
+    args += ["--expert-parallel", "on", "--tpot", "30ms", "--fewest-gpus", "20", "--max-replicas", "8"]
+    out = _cli([*args, "--simulator", SIM, "--workers", "1", "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    lib = fewest_gpus(
+        "deepseek-v3",
+        20,
+        {"tpot": "30ms"},
+        {"hardware": ["h200"], "tp": [4, 8], "expert_parallel": [True]},
+        isl=1024,
+        osl=256,
+        max_replicas=8,
+        executor="serial",
+        simulator=SIM,
+    )
+    assert [(s["deployment"]["label"], s["replicas"], s["gpus"]) for s in data["sizing"]] == [
+        (s.deployment.label(), s.replicas, s.gpus) for s in lib.sizing
+    ]
+    assert data["sizing"] and data["refused"][0]["count"] == 1

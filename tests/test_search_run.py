@@ -129,6 +129,8 @@ def test_provenance_names_assumed_values_and_engine_rules(serial: Any) -> None:
     assert p["engine_behaviour_commit"] == lk.ENGINE_BEHAVIOUR_COMMIT
     assert p["documents"]["h200"]["chip"].endswith("h200.yaml")
     assert p["simulator"] == SIM and len(p["space_sha256"]) == 64
+    taken = {a[0] for a in p["assumptions"]}
+    assert {"fabric", "num_prompts", "prices"} <= taken and "tp" not in taken  # tp was stated
 
 
 def test_built_kernels_equal_lk_build(serial: Any) -> None:

@@ -96,3 +96,35 @@ def test_open_loop_below_capacity_tracks_the_offered_rate() -> None:
     r = simulate(guide(), Poisson(2.0, 256, 64, num_prompts=200), seed=2)
     assert not r.saturated
     assert r.request_throughput == pytest.approx(2.0, rel=0.2)
+
+
+def test_blocks_come_from_the_kernels_count() -> None:
+    """Guards the KV pool: num_gpu_blocks is the kernel's kv_blocks(), and a smaller pool
+    forces the preemptions a larger one avoids."""
+    k = guide()
+    r = estimate(k, isl=256, osl=32, concurrency=4)
+    blocks = dict((a[0], a[1]) for a in r.assumptions)["num_gpu_blocks"]
+    assert int(blocks) == k.kv_blocks() == k.limits().kv_blocks
+    tight = estimate(k, isl=1024, osl=256, concurrency=32, num_gpu_blocks=1500)
+    assert tight.preemptions > 0 and tight.completed == 320
+    assert estimate(k, isl=1024, osl=256, concurrency=32).preemptions == 0
+
+
+def test_disaggregated_pools_move_kv_by_the_kernels_transfer() -> None:
+    """Guards the P/D path on kernels: TTFT holds the prefill pool's step, the transfer and
+    the decode pool's first step; TPOT the decode pool's steps."""
+    from latencykernel import Placement
+    from latencykernel.serving import Disaggregated
+
+    p = lk.open_pool("examples/deepseek-v3-h200-disagg.yaml", pool=0)
+    d = lk.open_pool("examples/deepseek-v3-h200-disagg.yaml", pool=1)
+    move = p.pd_transfer_time(512, Placement(0), Placement(1))
+    r = simulate(
+        Disaggregated(p, d, transfer_s=lambda t: p.pd_transfer_time(t, Placement(0), Placement(1))),
+        ClosedLoop(1, 512, 17, num_prompts=1),
+    )
+    pre = p.step_time(Batch.from_columns([512], [0], decode_threshold=8)).no_overlap
+    first = d.step_time(Batch.from_columns([1], [511], decode_threshold=8)).no_overlap
+    want = p.admission_overhead(512) + pre + move + first + d.output_token_overhead()
+    assert r.ttft.median == pytest.approx(want, rel=1e-12)
+    assert r.gpus == 16

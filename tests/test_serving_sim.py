@@ -346,3 +346,60 @@ def test_disaggregated_adds_the_transfer() -> None:
     assert r1.tpot.median == pytest.approx(r0.tpot.median, rel=1e-12)
     # the decode pool computes the last prompt token (49 tokens arrived as KV)
     assert ([1], [49]) in d.batches
+
+
+def test_async_scheduling_decides_one_step_ahead() -> None:
+    """Guards async scheduling: step n+1 is planned when step n launches, so a request arriving
+    during step 1 joins step 3 (sync: step 2)."""
+    d1 = Affine().price(4, 0)
+    rows = [(0.0, 4, 10), (0.5 * d1, 4, 3)]
+    sync, asy = Affine(), Affine()
+    simulate(sync, Trace(rows), skip_ahead=False, async_scheduling=False)
+    simulate(asy, Trace(rows), skip_ahead=False, async_scheduling=True)
+    assert sync.batches[:2] == [([4], [0]), ([1, 4], [4, 0])]
+    assert asy.batches[:3] == [([4], [0]), ([1], [4]), ([1, 4], [5, 0])]
+
+
+def test_attention_dp_step_lasts_as_its_slowest_rank() -> None:
+    """Guards lockstep DP: both ranks step together and the step is the longer rank's price."""
+    m = Affine()
+    r = simulate(
+        m,
+        Trace([(0.0, 40, 1), (0.0, 8, 1)]),
+        skip_ahead=False,
+        data_parallel_size=2,
+        lockstep_data_parallel=True,
+    )
+    assert sorted(m.batches) == sorted([([40], [0]), ([8], [0])])  # one step, one batch a rank
+    slow = m.price(40, 0)
+    assert r.e2el.max == pytest.approx(slow, rel=1e-12) and r.e2el.min == pytest.approx(slow, rel=1e-12)
+
+
+def test_goodput_counts_requests_meeting_every_slo() -> None:
+    """Guards goodput as vllm bench serve --goodput counts it (limits in ms)."""
+    r = simulate(Affine(), ClosedLoop(4, RandomRange(60, 0.5), 30, num_prompts=40), seed=5)
+    ttft_ms = r.per_request["ttft"] * 1e3
+    cut = float(np.median(ttft_ms))
+    want = int((ttft_ms <= cut).sum()) / r.duration
+    assert r.goodput({"ttft": cut}) == pytest.approx(want)
+    assert r.goodput({"ttft": 1e9, "tpot": 1e9}) == pytest.approx(r.request_throughput)
+    with pytest.raises(LatencyKernelError, match="ttft, tpot and e2el"):
+        r.goodput({"itl": 5})
+
+
+@pytest.mark.parametrize("name,engine,wl", CASES, ids=[c[0] for c in CASES])
+def test_vectorised_decode_prefix_equals_the_loop(
+    name: str, engine: dict[str, Any], wl: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Guards the numpy shortcuts (the running loop's leading decodes, a large step's outputs):
+    the same run as the request-by-request loops (forced on for every batch size, then off)."""
+    import latencykernel.serving.scheduler as sched
+    import latencykernel.serving.sim as sim
+
+    monkeypatch.setattr(sched, "FAST_MIN", 1)
+    monkeypatch.setattr(sim, "FAST_OUTPUTS", 1)
+    a = simulate(Affine(), wl, seed=2, skip_ahead=False, **engine)
+    monkeypatch.setattr(sched, "FAST_MIN", 10**9)
+    monkeypatch.setattr(sim, "FAST_OUTPUTS", 10**9)
+    b = simulate(Affine(), wl, seed=2, skip_ahead=False, **engine)
+    _same(a, b)

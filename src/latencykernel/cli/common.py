@@ -113,7 +113,7 @@ class Deployment:
         for f in fields(self):
             if f.name in BUILD_OPTIONS and f.name not in ("model", "hardware"):
                 v = getattr(self, f.name)
-                if v not in (None, False):
+                if v is not None and v is not False:  # 0 is a value (refused downstream), not unset
                     out[f.name] = v
         return out
 

@@ -91,7 +91,9 @@ def _front_table(result: Any, top: int) -> Any:
         "$/M tok",
         "SLO",
     ):
-        t.add_column(col, justify="left" if col in ("deployment", "load", "SLO") else "right")
+        t.add_column(
+            col, justify="left" if col in ("deployment", "load", "SLO") else "right", no_wrap=col == "deployment"
+        )
     for c in result.front[:top]:
         f = c.figures
         cost = c.cost.get("usd_per_mtok")
@@ -122,6 +124,33 @@ def _refused_table(result: Any) -> Any:
     return t
 
 
+def _print_sizing(con: Any, result: Any, rate: float, as_json: bool, top: int) -> None:
+    from rich.table import Table
+
+    if as_json:
+        print_json(json.loads(json.dumps(result.as_dict(), default=str)))
+        return
+    t = Table(title=f"Fewest GPUs serving {rate:g} requests/s within the SLO")
+    for col in ("deployment", "replicas", "GPUs", "TTFT p99 ms", "TPOT mean ms", "$/hour", "$/M tok"):
+        t.add_column(col, justify="left" if col == "deployment" else "right", no_wrap=col == "deployment")
+    for s in result.sizing[:top]:
+        f, cost = s.figures, s.cost
+        t.add_row(
+            s.deployment.label(),
+            str(s.replicas),
+            str(s.gpus),
+            _ms(f["ttft_p99_s"]),
+            _ms(f["tpot_mean_s"]),
+            f"{cost['cost_per_hour_usd']:,.2f}" if cost["cost_per_hour_usd"] is not None else "—",
+            f"{cost['usd_per_mtok']:,.3f}" if cost["usd_per_mtok"] is not None else "—",
+        )
+    con.print(t)
+    if not result.sizing:
+        con.print("[red]no deployment of the space serves that rate within the SLO[/red]")
+    if result.refused:
+        con.print(_refused_table(result))
+
+
 @app.command("search")
 def search_cmd(
     model: str = typer.Option(..., "--model", help="Catalog name or Hugging Face id."),
@@ -147,6 +176,10 @@ def search_cmd(
     out: Path | None = OUT_OPT,
     html_out: Path | None = HTML_OPT,
     top: int = typer.Option(20, "--top", min=1, help="Front rows to show."),
+    fewest_gpus: float | None = typer.Option(
+        None, "--fewest-gpus", help="Instead: the fewest GPUs serving this many requests/s within the SLO."
+    ),
+    max_replicas: int = typer.Option(64, "--max-replicas", min=1, help="With --fewest-gpus: replicas to try at most."),
     simulator: str | None = typer.Option(
         None, "--simulator", hidden=True, help="MODULE:FUNCTION simulating one load point (default: serving)."
     ),
@@ -216,11 +249,7 @@ def search_cmd(
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        result = run(
-            model,
-            workload,
-            targets,
-            sp,
+        common: dict[str, Any] = dict(
             executor=executor,
             workers=workers,
             ray_address=address,
@@ -228,6 +257,25 @@ def search_cmd(
             progress=progress,
             simulator=simulator,
         )
+        if fewest_gpus is not None:
+            from latencykernel.search import fewest_gpus as size
+
+            sized = size(
+                model,
+                fewest_gpus,
+                targets,
+                sp,
+                isl=isl,
+                osl=osl,
+                max_replicas=max_replicas,
+                num_prompts=num_prompts,
+                **common,
+            )
+        else:
+            result = run(model, workload, targets, sp, **common)
+    if fewest_gpus is not None:
+        _print_sizing(con, sized, fewest_gpus, as_json, top)
+        return
     if out is not None:
         from latencykernel.charts.search import search_figure
 

@@ -3,6 +3,7 @@ in ``vllm bench serve``'s terms."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 from typing import Any
@@ -55,7 +56,9 @@ def serve_cmd(
     range_ratio: float = typer.Option(
         0.0, "--random-range-ratio", min=0.0, max=0.999, help="Lengths drawn as vllm bench serve's random dataset."
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed of the length and arrival draws."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the length and arrival draws."),
+    num_prefill: int = typer.Option(1, "--num-prefill", min=1, help="Disaggregated: prefill engines (the x of xPyD)."),
+    num_decode: int = typer.Option(1, "--num-decode", min=1, help="Disaggregated: decode engines (the y of xPyD)."),
     plot: Path | None = PLOT,
     as_json: bool = Json,
 ) -> None:
@@ -75,6 +78,12 @@ def serve_cmd(
     if (concurrency is None) == (request_rate is None):
         raise LatencyKernelError("give exactly one of --concurrency or --request-rate")
     k = dep.kernel()
+    model: Any = k
+    if k.deployment().role != "colocated":
+        if dep.scenario is None:
+            raise LatencyKernelError("a disaggregated deployment is a scenario file with a prefill and a decode pool")
+        other = dataclasses.replace(dep, pool=1 - dep.pool if dep.pool in (0, 1) else 0).kernel()
+        model = _disaggregated(k, other, num_prefill, num_decode)
     lin: Any = RandomRange(isl, range_ratio) if range_ratio > 0 else isl
     lout: Any = RandomRange(osl, range_ratio) if range_ratio > 0 else osl
     points: list[tuple[str, float, Any]] = []
@@ -88,7 +97,7 @@ def serve_cmd(
     results = []
     c = console()
     for key, value, wl in points:
-        results.append((key, value, _run(c, k, wl, seed, quiet=as_json)))
+        results.append((key, value, _run(c, model, wl, seed, quiet=as_json)))
     if plot is not None:
         from latencykernel.charts.serving import ServingSweep, serving_figure
 
@@ -98,7 +107,7 @@ def serve_cmd(
     if as_json:
         recs = []
         for key, value, res in results:
-            rec = {"scenario": k.name, key: value, "isl": isl, "osl": osl}
+            rec: dict[str, Any] = {"scenario": k.name, key: value, "isl": isl, "osl": osl}
             rec.update(res.as_vllm_bench())
             rec.update(
                 output_throughput_per_gpu=res.output_throughput_per_gpu,
@@ -110,6 +119,21 @@ def serve_cmd(
         print_json(recs)
         return
     _table(c, k.name, isl, osl, results)
+
+
+def _disaggregated(first: Any, second: Any, x: int, y: int) -> Any:
+    """The prefill and decode pools of a disaggregated deployment, KV moved between them by
+    the kernel's ``pd_transfer_time`` (prefill on the first nodes, decode on the next)."""
+    from latencykernel.kernel import Placement
+    from latencykernel.serving import Disaggregated
+
+    pools = [first, second]
+    roles = [p.deployment().role for p in pools]
+    if sorted(roles) != ["decode", "prefill"]:
+        raise LatencyKernelError(f"a disaggregated deployment needs one prefill and one decode pool, got {roles}")
+    p, d = (pools[0], pools[1]) if roles[0] == "prefill" else (pools[1], pools[0])
+    src, dst = Placement(node=0), Placement(node=int(p.deployment().nodes))
+    return Disaggregated(p, d, x, y, transfer_s=lambda tokens: p.pd_transfer_time(tokens, src, dst))
 
 
 def _run(c: Any, k: Any, wl: Any, seed: int, quiet: bool) -> Any:

@@ -96,6 +96,12 @@ def prepare(model: str, space: Space, repos: Any = None) -> Documents:
 # ----------------------------------------------------------------------------- building
 
 
+# The shipped documents are read-only and never handed to a caller: where ``Inputs`` can say
+# so (``_shared``, from the house work on shared documents), ``new`` keeps them as they are
+# instead of copying them on every build; elsewhere it copies, with the same result.
+_SHARED: dict[str, Any] = {"_shared": True} if "_shared" in getattr(Inputs, "__dataclass_fields__", {}) else {}
+
+
 def _pool(role: str, layout: Layout, gpn: int, engine: dict[str, Any]) -> dict[str, Any]:
     return {
         "role": role,
@@ -149,6 +155,7 @@ def kernels_for(docs: Documents, dep: Deployment) -> tuple[Kernel, ...]:
             src.rules,
             {k: v for k, v in src.files.items() if k not in ("scenario", "deployment")},
             src.checkpoint,
+            **_SHARED,
         )
         out.append(new(inp))
     return tuple(out)

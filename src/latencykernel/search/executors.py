@@ -5,8 +5,9 @@ outcomes ordered by deployment index, so the result does not depend on the execu
 worker count or the order chunks finish in.
 
 - ``serial``: in this process (small spaces, debugging).
-- ``local``: a ``ProcessPoolExecutor`` with one process per core (``spawn``: nothing of this
-  process leaks in); the documents reach each worker once, through the pool's initializer.
+- ``local``: a ``ProcessPoolExecutor`` with one process per core (started by ``fork`` when
+  no other thread runs, else ``spawn``); the documents reach each worker once, through the
+  pool's initializer.
 - ``ray``: the documents are put into Ray's object store once; each task receives a
   reference and a worker process fetches the documents the first time it meets that
   reference, then keeps them for every later chunk.
@@ -52,6 +53,19 @@ def _local_chunk(chunk: list[Deployment]) -> list[Outcome]:
     return [job(_STATE["docs"], d) for d in chunk]
 
 
+def _start_method() -> str:
+    """``fork`` where the platform has it and this process runs no other thread (the workers
+    then inherit the documents and need not re-import the caller's script, so a plain script
+    without a ``__main__`` guard works); else ``spawn`` (a fork beside running threads can
+    copy a held lock into the child)."""
+    import multiprocessing
+    import threading
+
+    if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
+        return "fork"
+    return "spawn"
+
+
 def _run_local(
     docs: Documents,
     chunks: list[list[Deployment]],
@@ -65,7 +79,7 @@ def _run_local(
     total = sum(len(c) for c in chunks)
     done = 0
     out: list[Outcome] = []
-    ctx = multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context(_start_method())
     with ProcessPoolExecutor(
         max_workers=min(workers, len(chunks)),
         mp_context=ctx,
@@ -114,7 +128,13 @@ def _run_ray(
     started = False
     if not ray.is_initialized():
         # address None starts a local instance; "auto", "host:port" or "ray://host:10001" joins one
-        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        kwargs: dict[str, Any] = {}
+        if address is None:
+            # a local instance's workers import the very latencykernel this process runs
+            here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+            path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
+            kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": path}}
+        ray.init(address=address, include_dashboard=False, log_to_driver=False, **kwargs)
         started = True
     try:
         n = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))

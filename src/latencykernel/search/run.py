@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from latencykernel.errors import LatencyKernelError
-from latencykernel.search.evaluate import EvaluateJob, LoadPoint, SizeJob, prepare
+from latencykernel.search.evaluate import POISSON_PROMPTS, EvaluateJob, LoadPoint, SizeJob, prepare
 from latencykernel.search.executors import map_chunks
 from latencykernel.search.prices import PriceTable, load_prices
 from latencykernel.search.result import Candidate, Refusal, SearchResult, Sizing, group_refusals, pareto
@@ -84,9 +84,15 @@ def _cost(dep: Deployment, figs: Mapping[str, float], prices: PriceTable, scale:
     p = prices.get(dep.hardware)
     gpus = dep.gpus * scale
     tps = figs.get("output_tokens_per_s", 0.0)
-    if p is None:
-        return {"usd_per_gpu_hour": None, "cost_per_hour_usd": None, "gpu_hours_per_mtok": None, "usd_per_mtok": None}
-    gh = gpus / tps * 1e6 / 3600.0 if tps > 0 else math.inf
+    if p is None or not tps > 0:
+        # no price for the chip, or no output to price it by: the cost is unknown, not infinite
+        return {
+            "usd_per_gpu_hour": None if p is None else p.usd_per_gpu_hour,
+            "cost_per_hour_usd": None if p is None else gpus * p.usd_per_gpu_hour,
+            "gpu_hours_per_mtok": None,
+            "usd_per_mtok": None,
+        }
+    gh = gpus / tps * 1e6 / 3600.0
     return {
         "usd_per_gpu_hour": p.usd_per_gpu_hour,
         "cost_per_hour_usd": gpus * p.usd_per_gpu_hour,
@@ -113,6 +119,7 @@ def _run_record(
 
     space_json = space.model_dump(mode="json")
     return {
+        "assumptions": _assumptions(space, loads, prices),
         "latencykernel": __version__,
         "engine_behaviour_version": ENGINE_BEHAVIOUR_VERSION,
         "engine_behaviour_commit": ENGINE_BEHAVIOUR_COMMIT,
@@ -125,6 +132,31 @@ def _run_record(
         "slo": slo.as_dict(),
         **kw,
     }
+
+
+def _assumptions(space: Space, loads: Sequence[LoadPoint], prices: PriceTable) -> list[tuple[str, str, str]]:
+    """Every default the search took for the user, as (name, value, reason); the kernels' and
+    the simulation's own defaults are in each kernel's ``assumptions()`` and each run's."""
+    out = []
+    if "fabric" not in space.model_fields_set and space.fabric is not None:
+        out.append(("fabric", space.fabric, "unstated; the network between nodes for layouts wider than a node"))
+    for key in ("tp", "expert_parallel"):
+        if key not in space.model_fields_set:
+            out.append((key, str(getattr(space, key)), "unstated; the space's default"))
+    if any(lp.num_prompts is None for lp in loads):
+        out.append(
+            (
+                "num_prompts",
+                f"10 x concurrency (closed loop), {POISSON_PROMPTS} (open loop)",
+                "unstated; serving's defaults (the public accuracy campaigns pin 10 x concurrency)",
+            )
+        )
+    out.append(
+        ("tokens_per_s_per_user", "1 / mean TPOT", "the decode speed one request sees (aiconfigurator's tokens/s/user)")
+    )
+    if len(prices.files) == 1:
+        out.append(("prices", prices.files[0], "no price table given; each chip's entry names its source and date"))
+    return out
 
 
 def _front_ttft_key(slo: Slo) -> str:

@@ -13,7 +13,7 @@ model, reporting what ``vllm bench serve`` reports.
 - ``Disaggregated(prefill, decode, num_prefill, num_decode, transfer_s)`` for xPyD pools.
 
 The scheduler's rules, each with the vLLM source it follows, are in ``scheduler.py``; the
-event loop and its skip-ahead in ``sim.py``; docs/serving.md explains both.
+event loop in ``sim.py`` and its skip-ahead in ``runs.py``; docs/serving.md explains them.
 """
 
 from latencykernel.serving.api import Disaggregated, estimate, simulate

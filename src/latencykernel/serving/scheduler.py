@@ -21,10 +21,14 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 if TYPE_CHECKING:
     from latencykernel.serving.sim import Simulation
 
 __all__ = ["Rank", "schedule"]
+
+FAST_MIN = 32  # running requests from which the decode prefix is taken with numpy
 
 
 class Rank:
@@ -47,6 +51,55 @@ class Rank:
         return len(self.waiting) * 4 + len(self.running)
 
 
+def _decode_prefix(
+    sim: Simulation, rk: Rank, plan: list[tuple[int, int, int, int, bool]], budget: int, bs: int, mml: int
+) -> tuple[int, int]:
+    """The running loop below over its leading requests that are plain decodes or already
+    fully scheduled (skipped), at once: each decode schedules one token and needs at most its
+    next block; it stops where a request is neither, where the budget ends, and before the
+    first decode the free pool cannot serve (the loop preempts from there). Returns where the
+    loop resumes and the budget left; the effect equals the loop's own iterations."""
+    running = rk.running
+    n = len(running)
+    comp, outs = sim.comp, sim.outs
+    c = np.fromiter(map(comp.__getitem__, running), dtype=np.int64, count=n)
+    o = np.fromiter(map(outs.__getitem__, running), dtype=np.int64, count=n)
+    p = np.fromiter(map(sim.prompt.__getitem__, running), dtype=np.int64, count=n)
+    tg = np.fromiter(map(sim.target.__getitem__, running), dtype=np.int64, count=n)
+    skip = o >= tg
+    dec = (c == p + o - 1) & ~skip & (c + 1 <= mml - 1)
+    bad = np.flatnonzero(~(dec | skip))
+    end = int(bad[0]) if len(bad) else n  # the loop takes over from here
+    di = np.flatnonzero(dec[:end])  # positions of the decodes before it
+    if len(di) > budget:
+        di = di[:budget]
+        end = int(di[-1]) + 1 if budget else 0
+    if len(di) == 0:
+        return end if budget else 0, budget
+    blk = sim.blk
+    ids = [running[j] for j in di.tolist()]
+    cd = c[di]
+    b = np.fromiter(map(blk.__getitem__, ids), dtype=np.int64, count=len(ids))
+    need = np.maximum(-(-(cd + 1) // bs) - b, 0)
+    over = np.flatnonzero(np.cumsum(need) > rk.free)
+    if len(over):
+        q = int(over[0])
+        end = int(di[q])  # this decode cannot be served: the loop preempts from it
+        ids, cd, b, need = ids[:q], cd[:q], b[:q], need[:q]
+        if not ids:
+            return end, budget
+    rk.free -= int(need.sum())
+    od = o[di[: len(ids)]]
+    cl, ol, bl = (cd + 1).tolist(), (od + 1).tolist(), (b + need).tolist()
+    for j, r in enumerate(ids):
+        comp[r] = cl[j]
+        outs[r] = ol[j]
+        blk[r] = bl[j]
+    ones = [1] * len(ids)
+    plan.extend(zip(ids, ones, cd.tolist(), ones, [True] * len(ids)))
+    return end, budget - len(ids)
+
+
 def schedule(sim: Simulation, rk: Rank) -> tuple[list[tuple[int, int, int, int, bool]], bool]:
     """One step's plan for rank ``rk``, and whether it preempted. Mutates the request state as
     vLLM does at schedule time (``_update_after_schedule`` advances ``num_computed_tokens``;
@@ -65,6 +118,8 @@ def schedule(sim: Simulation, rk: Rank) -> tuple[list[tuple[int, int, int, int, 
 
     # --- running requests first (Scheduler.schedule, "First, schedule the RUNNING requests")
     i = 0
+    if k == 0 and la == 0 and len(running) >= FAST_MIN:
+        i, budget = _decode_prefix(sim, rk, plan, budget, bs, mml)
     while i < len(running) and budget > 0:
         r = running[i]
         o = outs[r]

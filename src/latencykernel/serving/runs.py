@@ -1,0 +1,383 @@
+"""The skip-ahead: a run of identical decode steps priced in one call and committed at once.
+
+When every rank of an engine schedules exactly its running requests, each as a decode, with
+nothing admissible waiting, the following steps differ only in their contexts until the
+first of: a request's last token, a KV block the pool cannot give (the step that would
+preempt), and the first step whose scheduling decision comes at or after the next event any
+other part of the simulation may cause. ``run`` prices such a run (``step_times``, or
+``step_time`` a step for a short one) and commits it; the result equals the step-by-step
+loop's exactly (tests/test_serving_sim.py).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from latencykernel.batch import Batch
+from latencykernel.serving.scheduler import Rank
+
+if TYPE_CHECKING:
+    from latencykernel.serving.sim import Engine, Plan, Simulation
+
+__all__ = ["run", "uniform", "waiting_blocked"]
+
+INF = math.inf
+SHORT_RUN = 24  # runs up to this many steps are priced step by step
+
+
+def waiting_blocked(sim: Simulation, rk: Rank, scheduled: int) -> bool:
+    """Whether the head of ``rk``'s waiting queue cannot be admitted beside ``scheduled``
+    decode tokens, by the checks of ``schedule``'s waiting loop (max_num_seqs, token
+    budget, the block check with the free pool as it now stands). Each stays failed while
+    a run lasts: running requests stay, the budget stays, the free pool only shrinks."""
+    if not rk.waiting:
+        return True
+    cfg = sim.cfg[rk.engine]
+    if len(rk.running) >= cfg.max_num_seqs:
+        return True
+    budget = cfg.max_num_batched_tokens - scheduled
+    if budget <= 0:
+        return True
+    r = rk.waiting[0]
+    bs = cfg.block_size
+    ntok = sim.prompt[r] + sim.outs[r]
+    hit = 0
+    if cfg.enable_prefix_caching and sim.hit[r]:
+        hit = min(sim.hit[r], ntok - 1) // bs * bs
+    c = sim.ext[r] if sim.ext[r] > hit else hit
+    new = ntok - c
+    thr = cfg.long_prefill_token_threshold
+    if 0 < thr < new:
+        new = thr
+    if not cfg.enable_chunked_prefill and new > budget:
+        return True
+    if new > budget:
+        new = budget
+    hb = hit // bs
+    need = -(-min(c + new, sim.mml[rk.engine]) // bs) - hb
+    extra_shared = hb - rk.shared if hb > rk.shared else 0
+    return need + extra_shared > rk.free
+
+
+def uniform(sim: Simulation, eng: Engine, plans: list[Plan]) -> bool:
+    """Every rank schedules exactly its running requests, each as a decode of 1 + k
+    tokens (and the first chunk of a non-empty plan is not a stage change)."""
+    anyp = False
+    w = 1 + eng.cfg.num_speculative_tokens
+    for rk, plan in zip(eng.ranks, plans):
+        if len(plan) != len(rk.running):
+            return False
+        for p in plan:
+            if not p[4] or p[1] != w:
+                return False
+        if sim.disagg and plan and sim.stage[plan[0][0]] == 0:
+            return False
+        anyp = anyp or bool(plan)
+    return anyp
+
+
+def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float, others: float, d0: float) -> bool:
+    """Commit a run of decode steps starting with ``plans`` (already decided) at ``t0``.
+    Returns False when the run is one step long (the caller takes the ordinary path).
+
+    ``bound`` is the next event anywhere; ``others`` the next step end of another engine.
+    With one engine of one rank whose waiting queue is blocked (its head cannot be
+    admitted, and so no request behind it: FCFS), an arrival only joins the queue's tail
+    and changes no decision, so the run may pass it: the arrivals are routed after."""
+    cfg = eng.cfg
+    k = cfg.num_speculative_tokens
+    bs = cfg.block_size
+    la = cfg.lookahead
+    mml = sim.mml[eng.index]
+    a = cfg.accepted_per_step
+    asy = cfg.async_scheduling
+    ranks = eng.ranks
+    for rk, plan in zip(ranks, plans):
+        if not waiting_blocked(sim, rk, len(plan) * (1 + k)):
+            return False
+    if len(sim.engines) == 1 and len(ranks) == 1 and ranks[0].waiting:
+        bound = others  # blocked (checked above), so arrivals cannot change a decision
+    # step 1 is decided at t0 + d0 (sync) or t0 (async): too close to the bound, no run
+    room = (bound - t0) / d0 if d0 > 0 else INF
+    if room < 1.0:
+        return False
+    # the longest run possible: until the first request's last token
+    per: list[dict[str, Any]] = []
+    m = 1 << 30
+    for plan in plans:
+        if not plan:
+            per.append({})
+            continue
+        rid = np.fromiter((p[0] for p in plan), dtype=np.int64, count=len(plan))
+        if min(sim.oute[r] for r in rid.tolist()) == 0:
+            return False  # a first token still in flight: the ordinary path stamps it
+        c0 = np.fromiter((p[2] for p in plan), dtype=np.int64, count=len(plan))
+        e0 = np.fromiter((p[3] for p in plan), dtype=np.int64, count=len(plan))
+        tgt = np.array([sim.target[r] for r in rid], dtype=np.int64)
+        o0 = np.array([sim.outs[r] for r in rid], dtype=np.int64)  # after step 0's placeholder
+        left = tgt - o0  # tokens still to schedule after step 0
+        if k == 0:
+            f = left  # one token a step: the last token comes at step `left`
+        else:
+            f = _spec_finish(sim, rid, left, a)
+        m = min(m, int(f.min()) + 1)
+        per.append({"rid": rid, "c0": c0, "e0": e0, "o0": o0, "left": left, "tgt": tgt})
+    if m <= 1:
+        return False
+    # a cap so a single call stays a bounded size, and one from the bound: decode steps
+    # only lengthen as contexts grow, so about (bound - t0) / step-0 steps fit before it
+    # (a wrong guess only shortens the run; the commit below cuts at the bound exactly)
+    m = min(m, 4096)
+    if room + 2 < m:
+        m = int(room) + 2
+    # per rank, the run's columns over steps 0..m-1
+    blocks_ok = m
+    for rk, d in zip(ranks, per):
+        if not d:
+            continue
+        rid, c0 = d["rid"], d["c0"]
+        held = np.array([sim.blk[r] for r in rid.tolist()], dtype=np.int64)  # after step 0
+        d["held"] = held
+        if k == 0:
+            # one token a step: request i computes c0 + j tokens before step j and first
+            # needs block held + 1 at step s = held·bs − c0, then one more every bs steps
+            first = held * bs - c0
+            hops = first[:, None] + bs * np.arange(-(-m // bs) + 1, dtype=np.int64)[None, :]
+            hops = hops[hops < m]
+            extra = np.cumsum(np.bincount(hops, minlength=m)[:m])  # new blocks by step j
+            d.update(first=first, extra=extra)
+            # the input position stays below max_model_len
+            near = mml - 1 - int(c0.max())
+            if near < m:
+                blocks_ok = min(blocks_ok, max(near, 0))
+        else:
+            adv, emit = _spec_columns(sim, rid, d["e0"], d["left"], m, a)
+            cb = np.empty((len(rid), m), dtype=np.int64)
+            cb[:, 0] = c0
+            if m > 1:
+                np.cumsum(adv[:, :-1], axis=1, out=cb[:, 1:])
+                cb[:, 1:] += c0[:, None]
+            need_tok = np.minimum(cb + (1 + k) + la, mml)
+            blocks = -(-need_tok // bs)  # blocks step j needs
+            extra = np.maximum(blocks - held[:, None], 0).sum(axis=0)  # new blocks by step j
+            near_j = np.nonzero((cb + 1 + k > mml - 1).any(axis=0))[0]
+            if len(near_j):
+                blocks_ok = min(blocks_ok, int(near_j[0]))
+            d.update(adv=adv, emit=emit, cb=cb, blocks=blocks, extra=extra)
+        over = np.nonzero(extra > rk.free)[0]
+        if len(over):
+            blocks_ok = min(blocks_ok, int(over[0]))
+    m = min(m, blocks_ok)
+    if m <= 1:
+        return False
+    # price steps 0..m-1 of every rank; the engine's step is its slowest rank's
+    dur = None
+    bott = None
+    for d in per:
+        if not d:
+            continue
+        nreq = len(d["rid"])
+        if k == 0:
+            cols = np.arange(m, dtype=np.int64)[:, None] + d["c0"][None, :]  # step-major
+        else:
+            cols = np.ascontiguousarray(d["cb"][:, :m].T)
+        if m <= SHORT_RUN:
+            # a short run: one step_time a step costs less than step_times' set-up, and
+            # equals it (the StepModel contract)
+            dt = cfg.decode_threshold
+            sched_l = [1 + k] * nreq
+            ests = [eng.model.step_time(Batch.from_columns(sched_l, col, dt)) for col in cols]
+            dd = np.array([e.overlap if cfg.overlap else e.no_overlap for e in ests], dtype=np.float64)
+            bb = np.array([e.bottleneck for e in ests], dtype=object)
+        else:
+            step = np.repeat(np.arange(m, dtype=np.int64), nreq)
+            sched = np.full(nreq * m, 1 + k, dtype=np.int64)
+            st = eng.model.step_times(step, sched, cols.reshape(-1), decode_threshold=cfg.decode_threshold)
+            dd = np.asarray(st.overlap if cfg.overlap else st.no_overlap, dtype=np.float64)
+            bb = np.asarray(st.bottleneck)
+        if dur is None:
+            dur, bott = dd.copy(), bb.copy()
+        else:
+            assert bott is not None
+            longer = dd > dur
+            dur[longer] = dd[longer]
+            bott[longer] = bb[longer]
+    if len(ranks) > 1 and any(not d for d in per):
+        # idle ranks run empty steps beside the busy ones
+        empty = eng.model.step_time(Batch.from_columns([], [], decode_threshold=cfg.decode_threshold))
+        ev = empty.overlap if cfg.overlap else empty.no_overlap
+        assert dur is not None and bott is not None
+        longer = ev > dur
+        dur[longer] = ev
+        bott[longer] = empty.bottleneck
+    assert dur is not None and bott is not None
+    # times: t[j] = start of step j (t[m] = end of the last), summed in loop order
+    times = np.cumsum(np.concatenate(([t0], dur)))
+    # the scheduling decision of step j comes at t[j] (sync) or t[j-1] (async): stop
+    # before the first decision at or after the bound
+    dec = times[1:m] if not asy else times[0 : m - 1]
+    late = np.nonzero(dec >= bound)[0]
+    if len(late):
+        m = 1 + int(late[0])
+    if m <= 1:
+        return False
+    commit = m if not asy else m - 1  # async: the last decided step stays pending
+    if commit < 1:
+        return False
+    _commit(sim, eng, plans, per, m, commit, times, dur, bott)
+    return True
+
+
+def _spec_finish(sim: Simulation, rid: np.ndarray, left: np.ndarray, a: float) -> np.ndarray:
+    """Steps after step 0 until each request's last token, under the acceptance carry."""
+    out = np.empty(len(rid), dtype=np.int64)
+    for i, r in enumerate(rid.tolist()):
+        n0 = sim.nspec[r]
+        ph = float(sim.phase[r])
+        lft = int(left[i])
+        j = 0
+        got = 0
+        while got < lft:
+            n = n0 + j
+            got += 1 + math.floor((n + 1) * a + ph) - math.floor(n * a + ph)
+            j += 1
+        out[i] = j
+    return out
+
+
+def _spec_columns(
+    sim: Simulation, rid: np.ndarray, e0: np.ndarray, left: np.ndarray, m: int, a: float
+) -> tuple[np.ndarray, np.ndarray]:
+    nreq = len(rid)
+    adv = np.empty((nreq, m), dtype=np.int64)
+    emit = np.empty((nreq, m), dtype=np.int64)
+    for i, r in enumerate(rid.tolist()):
+        # step 0 already drew its acceptance: nspec counts it
+        n0 = sim.nspec[r] - 1
+        ph = float(sim.phase[r])
+        lft = int(left[i])
+        acc0 = int(e0[i]) - 1
+        adv[i, 0] = 1 + math.floor((n0 + 1) * a + ph) - math.floor(n0 * a + ph)
+        emit[i, 0] = e0[i]
+        del acc0
+        for j in range(1, m):
+            n = n0 + j
+            acc = math.floor((n + 1) * a + ph) - math.floor(n * a + ph)
+            adv[i, j] = 1 + acc
+            e = 1 + acc
+            if e > lft:
+                e = max(lft, 0)
+            emit[i, j] = e
+            lft -= e
+    return adv, emit
+
+
+def _commit(
+    sim: Simulation,
+    eng: Engine,
+    plans: list[Plan],
+    per: list[dict[str, Any]],
+    m: int,
+    commit: int,
+    times: np.ndarray,
+    dur: np.ndarray,
+    bott: np.ndarray,
+) -> None:
+    """Apply decisions for steps 0..m-1 and the outputs of steps 0..commit-1."""
+    k = eng.cfg.num_speculative_tokens
+    otpt = sim.otpt
+    last = m - 1  # the last decided step
+    pending: list[Plan] = []
+    # bookkeeping for every committed step (a rank's step each)
+    sim.steps += commit * len(eng.ranks)
+    dc = dur[:commit]
+    bc = bott[:commit]
+    eng.busy_s += float(dc.sum())
+    for res in set(bc.tolist()):
+        name = str(res)
+        sim.bottleneck[name] = sim.bottleneck.get(name, 0.0) + float(dc[bc == res].sum())
+    tot = sum(rk.usable for rk in eng.ranks)
+    used0 = sum(rk.usable - rk.free for rk in eng.ranks)
+    extra_all = np.zeros(m, dtype=np.int64)
+    for d in per:
+        if d:
+            extra_all += d["extra"][:m]
+    # KV samples at the ends of steps 0..commit-2 (the last one is taken from the state
+    # after its outputs, below): decided through step j (sync) or j + 1 (async)
+    shift = 1 if eng.cfg.async_scheduling else 0
+    sim.kv_t.extend(times[1:commit].tolist())
+    sim.kv_u.extend(((used0 + extra_all[shift : commit - 1 + shift]) / tot).tolist())
+    for rk, d in zip(eng.ranks, per):
+        if not d:
+            pending.append([])
+            continue
+        rid = d["rid"]
+        rl = rid.tolist()
+        n = len(rl)
+        held = d["held"]
+        # decisions through step `last` (blocks are only ever added: a request keeps what
+        # it holds when rolled-back drafts leave it more than the formula)
+        if k == 0:
+            c0 = d["c0"]
+            comp_new = (c0 + (last + 1)).tolist()
+            outs_new = (d["o0"] + last).tolist()
+            first = d["first"]
+            grown = np.where(last >= first, (last - first) // eng.cfg.block_size + 1, 0)
+            blk_new = (held + grown).tolist()
+            em_sum = [commit] * n  # one token a step
+            pend_c = (c0 + last).tolist()
+            pend_e = [1] * n
+        else:
+            emit, cb, adv, blocks = d["emit"], d["cb"], d["adv"], d["blocks"]
+            comp_new = (cb[:, last] + adv[:, last]).tolist()
+            outs_new = (d["o0"] + emit[:, 1 : last + 1].sum(axis=1)).tolist()
+            blk_new = np.maximum(blocks[:, last], held).tolist()
+            em_sum = emit[:, :commit].sum(axis=1).tolist()
+            pend_c = cb[:, last].tolist()
+            pend_e = emit[:, last].tolist()
+        rk.free -= int(d["extra"][last])
+        comp, outs, blk = sim.comp, sim.outs, sim.blk
+        for i, r in enumerate(rl):
+            comp[r] = comp_new[i]
+            outs[r] = outs_new[i]
+            blk[r] = blk_new[i]
+        if k:
+            for r in rl:
+                sim.nspec[r] += last
+        # outputs of steps 0..commit-1 at once, as ``_outputs`` takes them one by one:
+        # every request here has emitted before, so each emission is a gap
+        ends = times[1 : commit + 1]
+        le = np.array([sim.last_emit[r] for r in rl])
+        e0 = 1 if k == 0 else d["emit"][:, 0]
+        sim.itl_vals.append((ends[0] - le) + e0 * otpt)
+        sim.itl_wts.append(np.ones(n, dtype=np.int64))
+        if commit > 1:
+            gaps = np.diff(ends)  # step j's end minus step j-1's end, j = 1..commit-1
+            if k == 0:
+                sim.itl_vals.append(gaps + otpt)
+                sim.itl_wts.append(np.full(len(gaps), n, dtype=np.int64))
+            else:
+                em = d["emit"][:, 1:commit]
+                sim.itl_vals.append((gaps[None, :] + em * otpt).reshape(-1))
+                sim.itl_wts.append(np.ones(n * (commit - 1), dtype=np.int64))
+        t_last = float(ends[-1])
+        oute, last_emit, target = sim.oute, sim.last_emit, sim.target
+        done = []
+        for r, e in zip(rl, em_sum):
+            o = oute[r] + e
+            oute[r] = o
+            last_emit[r] = t_last
+            if o >= target[r]:
+                done.append(r)
+        for r in done:
+            sim._finish(rk, r, t_last)
+        if commit < m:
+            pending.append(list(zip(rl, [1 + k] * n, pend_c, pend_e, [True] * n)))
+    eng.t = float(times[commit])
+    sim.now = eng.t
+    sim._kv_sample(eng, eng.t)
+    if commit < m:
+        eng.pending = pending
