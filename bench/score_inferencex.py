@@ -24,7 +24,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from latencykernel.validation import Deployment, Point, Stat, validate
+from latencykernel.validation import (
+    Deployment,
+    Point,
+    Stat,
+    closed_form_prediction,
+    serving_prediction,
+    validate,
+)
 from latencykernel.validation.points import METRICS, STATS
 from latencykernel.validation.readers import NATIVE_FORMAT
 from latencykernel.validation.tables import headline, point_table, summary_table
@@ -45,12 +52,23 @@ def model_of(stem: str) -> str:
     return stem
 
 
-def inferencex_points(path: Path) -> list[Point]:
+# InferenceX's client (the bench_serving fork it runs, --random-range-ratio 0.8, whose
+# range is [0.8 L, L]) draws each prompt and output length uniform on [0.8 L, L]; NVIDIA's
+# AISimulate artifact over the same dump samples ISL the same way (validation notes §4.3).
+# As validate's symmetric range: mean 0.9 L, range ratio 1/9. --lengths fixed uses L itself.
+RANGE_LOW = 0.8
+
+
+def inferencex_points(path: Path, lengths: str = "inferencex") -> list[Point]:
     data = json.loads(path.read_text())
     out = []
     for a in data["anchors"]:
         stem = a["scenario"].removesuffix(".yaml")
         isl, osl = WORKLOADS[a["label"]]
+        ratio = 0.0
+        if lengths == "inferencex":
+            isl, osl = round(isl * (1 + RANGE_LOW) / 2), round(osl * (1 + RANGE_LOW) / 2)
+            ratio = (1 - RANGE_LOW) / (1 + RANGE_LOW)
         sweep = f"{stem}/{a['label']}"
         dep = Deployment(scenario="aisimulate/" + a["scenario"])
         for c, tpot_us in a["absolute_tpot_us"].items():
@@ -68,6 +86,7 @@ def inferencex_points(path: Path) -> list[Point]:
                     chip=a["gpu"],
                     model=model_of(stem),
                     source=f"InferenceX {data.get('release_tag', '')} via inferencex_absolutes.json",
+                    range_ratio=ratio,
                 )
             )
     return out
@@ -110,6 +129,7 @@ def native(points: list[Point]) -> dict[str, Any]:
             "osl": p.osl,
             "concurrency": p.concurrency,
             "split": half(p.sweep),
+            "range_ratio": p.range_ratio,
         }
         for m in METRICS:
             for st in STATS:
@@ -127,13 +147,23 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--json", type=Path, help="write the scored points and summaries as JSON")
     ap.add_argument("--points", action="store_true", help="print every point")
     ap.add_argument("--groups", default="chip,engine,model,band", help="summary groupings")
+    ap.add_argument(
+        "--lengths",
+        choices=("inferencex", "fixed"),
+        default="inferencex",
+        help="request lengths: InferenceX's uniform [0.8 L, L] draw (default) or L exactly",
+    )
+    ap.add_argument(
+        "--predictor", choices=("default", "serving", "closed-form"), default="default", help="which predictor"
+    )
     args = ap.parse_args(argv)
     meas = args.reference / "measurements"
-    pts = inferencex_points(meas / "inferencex_absolutes.json")
+    pts = inferencex_points(meas / "inferencex_absolutes.json", args.lengths)
     reports = report_points(meas / "scoreable.json", args.reference)
     if args.write_native:
         args.write_native.write_text(json.dumps(native(pts + reports), indent=1) + "\n")
-    rep = validate(points=pts + reports)
+    pred = {"default": None, "serving": serving_prediction, "closed-form": closed_form_prediction}[args.predictor]
+    rep = validate(points=pts + reports, predictor=pred)
     by = tuple(g for g in args.groups.split(",") if g)
     ix = [s for s in rep.scored if s.point.source.startswith("InferenceX")]
     rp = [s for s in rep.scored if not s.point.source.startswith("InferenceX")]

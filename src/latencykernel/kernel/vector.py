@@ -288,9 +288,18 @@ def _price(
     hbm: Any
     rsm: Any
     rhbm: Any
-    for count, G, R, Wh, Eh, rf, rinv, expert, attn, nv_idx, nic_idx, dcp in fp.kinds:
-        sm = G * Yd + rf + rinv * Tsafe
-        hbm = Wh + Eh * Tsafe
+    for count, G, R, Wh, Eh, rf, rinv, expert, attn, nv_idx, nic_idx, dcp, Fp, ovr in fp.kinds:
+        g = G * Yd
+        if Fp > 0.0:  # price.recurrent.recurrent_update_s, as fast.py
+            sm = np.where(
+                dec_tokens < T, g + rf + rinv * dec_tokens + Fp * (T - dec_tokens) / Tsafe * Yd, g + rf + rinv * Tsafe
+            )
+        else:
+            sm = g + rf + rinv * Tsafe
+        if ovr:  # price.ramp.gemm_read_beyond_compute_s, as fast.py
+            hbm = np.maximum(Wh - g, 0.0) + Eh * Tsafe
+        else:
+            hbm = Wh + Eh * Tsafe
         if expert is not None:
             q, Z = expert
             if q not in pows:
