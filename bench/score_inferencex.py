@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -140,12 +141,52 @@ def native(points: list[Point]) -> dict[str, Any]:
     return {"format": NATIVE_FORMAT, "points": rows}
 
 
+def plot(scored: list[Any], out: Path, method: str) -> None:
+    """Predicted against measured mean TPOT and TTFT, fit and evaluation halves apart."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 5.2))
+    for ax, metric, label in ((axes[0], "tpot", "mean TPOT (ms)"), (axes[1], "ttft", "mean TTFT (ms)")):
+        lo, hi = math.inf, 0.0
+        for name, colour in (("fit", "tab:blue"), ("eval", "tab:orange")):
+            xs, ys = [], []
+            for s in scored:
+                if s.prediction is None or half(s.point.sweep) != name:
+                    continue
+                m, p = getattr(s.point, metric).mean, getattr(s.prediction, metric).mean
+                if m and p:
+                    xs.append(m * 1e3)
+                    ys.append(p * 1e3)
+            if xs:
+                lo, hi = min(lo, *xs, *ys), max(hi, *xs, *ys)
+                ax.scatter(xs, ys, s=7, alpha=0.55, color=colour, label=f"{name} half ({len(xs)} points)")
+        if hi > 0:
+            ax.plot([lo, hi], [lo, hi], color="k", lw=0.8)
+            for f in (0.8, 1.25):
+                ax.plot([lo, hi], [lo * f, hi * f], color="grey", lw=0.6, ls="--")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(f"measured {label}")
+        ax.set_ylabel(f"predicted {label}")
+        ax.grid(True, which="both", lw=0.3, alpha=0.5)
+        ax.legend(loc="upper left", fontsize=8)
+    fig.suptitle(f"InferenceX sweeps: predicted vs measured ({method}); dashed: ±25 %", fontsize=9)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reference", type=Path, default=REFERENCE, help="testdata directory of the reference copy")
     ap.add_argument("--write-native", type=Path, help="also write the points in validate's native JSON format")
     ap.add_argument("--json", type=Path, help="write the scored points and summaries as JSON")
     ap.add_argument("--points", action="store_true", help="print every point")
+    ap.add_argument("--plot", type=Path, help="save a predicted-vs-measured chart (PNG, matplotlib Agg)")
     ap.add_argument("--groups", default="chip,engine,model,band", help="summary groupings")
     ap.add_argument(
         "--lengths",
@@ -204,6 +245,8 @@ def main(argv: list[str] | None = None) -> None:
             break
     if args.points:
         print(point_table(rep.scored))
+    if args.plot:
+        plot(ix, args.plot, rep.method)
     if args.json:
         from latencykernel.validation.tables import report_json
 

@@ -53,7 +53,7 @@ ALLOWED = {
     },
     # validation opens step models (kernel), reads the StepModel contract, and uses the
     # serving simulation when it is importable
-    "validation": {"errors", "batch", "step_model", "kernel", "inputs", "repos", "serving"},
+    "validation": {"errors", "batch", "step_model", "documents", "kernel", "inputs", "repos", "serving"},
 }
 IMPORT = re.compile(r"^\s*(?:from|import)\s+latencykernel\.([a-z_]+)", re.M)
 
