@@ -20,11 +20,19 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
 
-from latencykernel.validation import Deployment, Point, Stat, validate
+from latencykernel.validation import (
+    Deployment,
+    Point,
+    Stat,
+    closed_form_prediction,
+    serving_prediction,
+    validate,
+)
 from latencykernel.validation.points import METRICS, STATS
 from latencykernel.validation.readers import NATIVE_FORMAT
 from latencykernel.validation.tables import headline, point_table, summary_table
@@ -45,12 +53,23 @@ def model_of(stem: str) -> str:
     return stem
 
 
-def inferencex_points(path: Path) -> list[Point]:
+# InferenceX's client (the bench_serving fork it runs, --random-range-ratio 0.8, whose
+# range is [0.8 L, L]) draws each prompt and output length uniform on [0.8 L, L]; NVIDIA's
+# AISimulate artifact over the same dump samples ISL the same way (validation notes §4.3).
+# As validate's symmetric range: mean 0.9 L, range ratio 1/9. --lengths fixed uses L itself.
+RANGE_LOW = 0.8
+
+
+def inferencex_points(path: Path, lengths: str = "inferencex") -> list[Point]:
     data = json.loads(path.read_text())
     out = []
     for a in data["anchors"]:
         stem = a["scenario"].removesuffix(".yaml")
         isl, osl = WORKLOADS[a["label"]]
+        ratio = 0.0
+        if lengths == "inferencex":
+            isl, osl = round(isl * (1 + RANGE_LOW) / 2), round(osl * (1 + RANGE_LOW) / 2)
+            ratio = (1 - RANGE_LOW) / (1 + RANGE_LOW)
         sweep = f"{stem}/{a['label']}"
         dep = Deployment(scenario="aisimulate/" + a["scenario"])
         for c, tpot_us in a["absolute_tpot_us"].items():
@@ -68,6 +87,7 @@ def inferencex_points(path: Path) -> list[Point]:
                     chip=a["gpu"],
                     model=model_of(stem),
                     source=f"InferenceX {data.get('release_tag', '')} via inferencex_absolutes.json",
+                    range_ratio=ratio,
                 )
             )
     return out
@@ -110,6 +130,7 @@ def native(points: list[Point]) -> dict[str, Any]:
             "osl": p.osl,
             "concurrency": p.concurrency,
             "split": half(p.sweep),
+            "range_ratio": p.range_ratio,
         }
         for m in METRICS:
             for st in STATS:
@@ -120,20 +141,70 @@ def native(points: list[Point]) -> dict[str, Any]:
     return {"format": NATIVE_FORMAT, "points": rows}
 
 
+def plot(scored: list[Any], out: Path, method: str) -> None:
+    """Predicted against measured mean TPOT and TTFT, fit and evaluation halves apart."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 5.2))
+    for ax, metric, label in ((axes[0], "tpot", "mean TPOT (ms)"), (axes[1], "ttft", "mean TTFT (ms)")):
+        lo, hi = math.inf, 0.0
+        for name, colour in (("fit", "tab:blue"), ("eval", "tab:orange")):
+            xs, ys = [], []
+            for s in scored:
+                if s.prediction is None or half(s.point.sweep) != name:
+                    continue
+                m, p = getattr(s.point, metric).mean, getattr(s.prediction, metric).mean
+                if m and p:
+                    xs.append(m * 1e3)
+                    ys.append(p * 1e3)
+            if xs:
+                lo, hi = min(lo, *xs, *ys), max(hi, *xs, *ys)
+                ax.scatter(xs, ys, s=7, alpha=0.55, color=colour, label=f"{name} half ({len(xs)} points)")
+        if hi > 0:
+            ax.plot([lo, hi], [lo, hi], color="k", lw=0.8)
+            for f in (0.8, 1.25):
+                ax.plot([lo, hi], [lo * f, hi * f], color="grey", lw=0.6, ls="--")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(f"measured {label}")
+        ax.set_ylabel(f"predicted {label}")
+        ax.grid(True, which="both", lw=0.3, alpha=0.5)
+        ax.legend(loc="upper left", fontsize=8)
+    fig.suptitle(f"InferenceX sweeps: predicted vs measured ({method}); dashed: ±25 %", fontsize=9)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reference", type=Path, default=REFERENCE, help="testdata directory of the reference copy")
     ap.add_argument("--write-native", type=Path, help="also write the points in validate's native JSON format")
     ap.add_argument("--json", type=Path, help="write the scored points and summaries as JSON")
     ap.add_argument("--points", action="store_true", help="print every point")
+    ap.add_argument("--plot", type=Path, help="save a predicted-vs-measured chart (PNG, matplotlib Agg)")
     ap.add_argument("--groups", default="chip,engine,model,band", help="summary groupings")
+    ap.add_argument(
+        "--lengths",
+        choices=("inferencex", "fixed"),
+        default="inferencex",
+        help="request lengths: InferenceX's uniform [0.8 L, L] draw (default) or L exactly",
+    )
+    ap.add_argument(
+        "--predictor", choices=("default", "serving", "closed-form"), default="default", help="which predictor"
+    )
     args = ap.parse_args(argv)
     meas = args.reference / "measurements"
-    pts = inferencex_points(meas / "inferencex_absolutes.json")
+    pts = inferencex_points(meas / "inferencex_absolutes.json", args.lengths)
     reports = report_points(meas / "scoreable.json", args.reference)
     if args.write_native:
         args.write_native.write_text(json.dumps(native(pts + reports), indent=1) + "\n")
-    rep = validate(points=pts + reports)
+    pred = {"default": None, "serving": serving_prediction, "closed-form": closed_form_prediction}[args.predictor]
+    rep = validate(points=pts + reports, predictor=pred)
     by = tuple(g for g in args.groups.split(",") if g)
     ix = [s for s in rep.scored if s.point.source.startswith("InferenceX")]
     rp = [s for s in rep.scored if not s.point.source.startswith("InferenceX")]
@@ -174,6 +245,8 @@ def main(argv: list[str] | None = None) -> None:
             break
     if args.points:
         print(point_table(rep.scored))
+    if args.plot:
+        plot(ix, args.plot, rep.method)
     if args.json:
         from latencykernel.validation.tables import report_json
 

@@ -75,7 +75,7 @@ ALLOWED = {
     "search": {"errors", "batch", "step_model", "documents", "inputs", "repos", "kernel", "resolve", "serving"},
     # validation opens step models (kernel), reads the StepModel contract, and uses the
     # serving simulation when it is importable
-    "validation": {"errors", "batch", "step_model", "kernel", "inputs", "repos", "serving"},
+    "validation": {"errors", "batch", "step_model", "documents", "kernel", "inputs", "repos", "serving"},
 }
 IMPORT = re.compile(r"^\s*(?:from|import)\s+latencykernel\.([a-z_]+)", re.M)
 

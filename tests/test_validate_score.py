@@ -145,3 +145,22 @@ def test_validate_end_to_end_on_shipped_csv() -> None:
     rep = validate([DATA / "native.csv"])
     assert len(rep.priced()) == 4, [s.error for s in rep.unpriced()]
     assert all("tpot mean" in s.errors for s in rep.priced())
+
+
+def test_sglang_points_take_the_sglang_admission_and_nothing_else() -> None:
+    """Guards the engine-specific set: an SGLang point's step model keeps every step price
+    and limit, and only its admission comes from cost-model-host-overheads-sglang."""
+    from latencykernel.validation.engines import engine_step_model
+
+    k = lk.open(K)
+    m = engine_step_model(k, "sglang")
+    assert m.admission_overhead(1000) == pytest.approx(0.2 + 0.35e-6 * 1000, rel=1e-9)
+    b = Batch.decode(8, 2048)
+    assert m.step_time(b) == k.step_time(b) and m.limits() == k.limits()
+    assert m.output_token_overhead() == k.output_token_overhead()
+    assert engine_step_model(k, "vllm") is k
+    dep = Deployment(scenario=K)
+    sg = closed_form_prediction(m, Point("x", dep, 1000, 200, concurrency=1)).ttft.mean
+    vl = closed_form_prediction(k, Point("x", dep, 1000, 200, concurrency=1)).ttft.mean
+    assert sg is not None and vl is not None
+    assert sg - vl == pytest.approx(m.admission_overhead(1000) - k.admission_overhead(1000), rel=1e-9)

@@ -13,6 +13,7 @@ from typing import Any
 
 from latencykernel.errors import RefusedError
 from latencykernel.price.memory import mamba2_state_bytes, matrix_state_bytes
+from latencykernel.price.recurrent import chunked_recurrent_flops_per_token
 from latencykernel.resolve.dtypes import ACTIVATION_BYTES, DTYPE_BYTES
 from latencykernel.resolve.layout import Group, Op
 
@@ -106,6 +107,7 @@ class LayerPlan:
     primary: PlannedAttention | None = None
     recurrent_kind: str = ""
     recurrent_state_bytes: float = 0.0
+    recurrent_prefill_flops_per_token: float = 0.0  # chunked prefill, whole layer (all ranks)
     elementwise_bytes_per_token: float = 0.0
     collectives: list[PlannedCollective] = field(default_factory=list)
 
@@ -203,6 +205,10 @@ def _plan_nodes(
         elif op == "RecurrentUpdate":
             kind = str(_get(node, "recurrent_kind"))
             lp.recurrent_kind = kind
+            heads, dstate = int(_get(node, "n_heads", 0)), int(_get(node, "state_size", 0))
+            # mamba2: a head_dim x state_size state per head; GDN/KDA: state_size square
+            dv = int(_get(node, "head_dim", 0)) if kind == "mamba2" else dstate
+            lp.recurrent_prefill_flops_per_token += chunked_recurrent_flops_per_token(heads, dstate, dv)
             sdt = _get(node, "state_dtype")
             sb = DTYPE_BYTES[sdt] if sdt in DTYPE_BYTES else state_bytes
             if kind == "mamba2":

@@ -170,6 +170,11 @@ class KindCoefficients(NamedTuple):
     attn         ``AttentionCoefficients`` or None
     nv_idx, nic_idx   indices into ``FastPlan.colls`` (the distinct graph collectives)
     dcp          ``DcpCoefficients`` or None
+    rec_prefill_g   chunked recurrent prefill FLOPs per prompt token per rank, in units of
+                 Y over T (``price.recurrent.recurrent_update_s`` folded); 0: prompt tokens
+                 at the decode rate
+    read_overlap whether the weight read overlaps the GEMMs' compute
+                 (``price.ramp.gemm_read_beyond_compute_s``)
     """
 
     n_layers: int
@@ -184,6 +189,8 @@ class KindCoefficients(NamedTuple):
     nv_idx: tuple[int, ...]
     nic_idx: tuple[int, ...]
     dcp: DcpCoefficients | None
+    rec_prefill_g: float
+    read_overlap: bool
 
 
 class _Uncovered(Exception):
@@ -370,9 +377,18 @@ class FastPlan:
 
         p_sm = p_hbm = p_nv = p_nic = overlap = 0.0
         merged = 0
-        for count, G, R, Wh, Eh, rf, rinv, expert, attn, nv_idx, nic_idx, dcp in self.kinds:
-            sm = G * Yd + rf + rinv * T
-            hbm = Wh + Eh * T
+        for count, G, R, Wh, Eh, rf, rinv, expert, attn, nv_idx, nic_idx, dcp, Fp, ovr in self.kinds:
+            g = G * Yd
+            if Fp > 0.0 and dec_tokens < T:  # price.recurrent.recurrent_update_s
+                sm = g + rf + rinv * dec_tokens + Fp * (T - dec_tokens) / T * Yd
+            else:
+                sm = g + rf + rinv * T
+            if ovr:  # price.ramp.gemm_read_beyond_compute_s; the hidden read stays in the stage
+                hid = g if Wh > g else Wh
+                hbm = Wh - hid + Eh * T
+            else:
+                hid = 0.0
+                hbm = Wh + Eh * T
             if expert is not None:
                 q, Z = expert
                 rsm = R * Yd
@@ -430,10 +446,10 @@ class FastPlan:
             # price.overlap.layer_stage_s, with the dense parts held apart, over the floors
             # before the one-launch merge (as step.price_step)
             top = sm
-            h = hbm
+            h = hbm + hid
             if merged:
                 if merged == 1:
-                    h = hbm + floor
+                    h += floor
                 else:
                     top = sm + pf
                 merged = 0
@@ -683,6 +699,8 @@ def _build(c: StepConstants) -> FastPlan:
                 tuple(nv_idx),
                 tuple(nic_idx),
                 dcp,
+                lp.recurrent_prefill_flops_per_token / tp if rinv > 0 or rf > 0 else 0.0,
+                c.gemm_read_overlap,
             )
         )
 

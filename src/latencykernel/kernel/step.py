@@ -36,7 +36,8 @@ from latencykernel.price.context import (
 from latencykernel.price.experts import experts_touched, routed_expert_flops
 from latencykernel.price.host import graph_dispatch_s
 from latencykernel.price.overlap import layer_stage_s
-from latencykernel.price.ramp import efficiency, shape_efficiency, sm_budget_derate
+from latencykernel.price.ramp import efficiency, gemm_read_beyond_compute_s, shape_efficiency, sm_budget_derate
+from latencykernel.price.recurrent import recurrent_update_s
 from latencykernel.resolve.context import dcp_shards_kv
 from latencykernel.resolve.layout import Group, Op
 
@@ -292,15 +293,25 @@ def price_step(
         elementwise = T * lp.elementwise_bytes_per_token / tp
         if lp.recurrent_kind and lp.recurrent_kind in c.recurrent_by_kind:
             rf, rr = c.recurrent_by_kind[lp.recurrent_kind]
-            recurrent_sm += rf + T / rr
+            recurrent_sm += recurrent_update_s(
+                decode_tokens,
+                T - decode_tokens,
+                rf,
+                rr,
+                lp.recurrent_prefill_flops_per_token / tp,
+                peak,
+                ramp / sm_derate if sm_derate > 0 else ramp,
+            )
 
-        dense_sm = (
-            (flops / (peak * ramp) * sm_derate if flops > 0 else 0.0)
-            + dense_shaped * sm_derate
-            + recurrent_sm
-            + attn_sm
-        )
-        dense_hbm = (weight_bytes + kv_bytes + elementwise) / hbm_bw + attn_hbm
+        gemm_sm = (flops / (peak * ramp) * sm_derate if flops > 0 else 0.0) + dense_shaped * sm_derate
+        weight_s = weight_bytes / hbm_bw
+        hidden_read_s = 0.0  # weight read under the GEMM's own compute: in the stage, not the total
+        if c.gemm_read_overlap:
+            extra_s = gemm_read_beyond_compute_s(gemm_sm, weight_s)
+            hidden_read_s = weight_s - extra_s
+            weight_s = extra_s
+        dense_sm = gemm_sm + recurrent_sm + attn_sm
+        dense_hbm = weight_s + (kv_bytes + elementwise) / hbm_bw + attn_hbm
         routed_sm = routed_flops / (peak * ramp) * sm_derate if routed_flops > 0 else 0.0
         routed_hbm = routed_bytes / hbm_bw
         sm = dense_sm + routed_sm
@@ -324,7 +335,7 @@ def price_step(
 
         nvlink, nic = acc[NVLINK], acc[NIC]
         n = lp.count
-        overlap += n * layer_stage_s(sm + saved_sm, hbm + saved_hbm, nvlink, nic, routed_sm, routed_hbm)
+        overlap += n * layer_stage_s(sm + saved_sm, hbm + saved_hbm + hidden_read_s, nvlink, nic, routed_sm, routed_hbm)
         per[SM] += n * sm
         per[HBM] += n * hbm
         per[NVLINK] += n * nvlink

@@ -288,11 +288,22 @@ def _price(
     hbm: Any
     rsm: Any
     rhbm: Any
-    for count, G, R, Wh, Eh, rf, rinv, expert, attn, nv_idx, nic_idx, dcp in fp.kinds:
+    for count, G, R, Wh, Eh, rf, rinv, expert, attn, nv_idx, nic_idx, dcp, Fp, ovr in fp.kinds:
         top_sm: Any = None
         top_hbm: Any = None
-        sm = G * Yd + rf + rinv * Tsafe
-        hbm = Wh + Eh * Tsafe
+        g = G * Yd
+        if Fp > 0.0:  # price.recurrent.recurrent_update_s, as fast.py
+            sm = np.where(
+                dec_tokens < T, g + rf + rinv * dec_tokens + Fp * (T - dec_tokens) / Tsafe * Yd, g + rf + rinv * Tsafe
+            )
+        else:
+            sm = g + rf + rinv * Tsafe
+        hid: Any = 0.0
+        if ovr:  # price.ramp.gemm_read_beyond_compute_s, as fast.py (the hidden read stays in the stage)
+            hid = np.minimum(g, Wh)
+            hbm = Wh - hid + Eh * Tsafe
+        else:
+            hbm = Wh + Eh * Tsafe
         if expert is not None:
             q, Z = expert
             if q not in pows:
@@ -355,7 +366,8 @@ def _price(
                     nv = np.where(some, nv + tc, nv)
         # price.overlap.layer_stage_s, over the floors before the one-launch merge
         top = np.maximum(
-            np.maximum(np.maximum(sm if top_sm is None else top_sm, hbm if top_hbm is None else top_hbm), nv), nic
+            np.maximum(np.maximum(sm if top_sm is None else top_sm, (hbm if top_hbm is None else top_hbm) + hid), nv),
+            nic,
         )
         overlap = overlap + count * (top + rsm + rhbm)
         p_sm = p_sm + count * (sm + rsm)

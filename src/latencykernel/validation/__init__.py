@@ -69,4 +69,8 @@ def validate(
     """Read (or take) measured points, price each and score them."""
     pts = list(points or []) + (read_measurements(paths, deployment) if paths else [])
     pred = predictor or PREDICTOR()
-    return score_points(pts, pred, lambda d: open_deployment(d, repos))
+    from latencykernel.validation.engines import engine_step_model
+
+    return score_points(
+        pts, pred, lambda d: open_deployment(d, repos), engine_model=lambda m, e: engine_step_model(m, e, repos)
+    )

@@ -76,6 +76,8 @@ class Point:
     sweep:        identifier shared by the points of one sweep (same deployment and workload)
     deployment:   what to price it with
     isl, osl:     mean prompt and output tokens per request
+    range_ratio:  lengths drawn uniform on [L(1 − r), L(1 + r)] around each mean, as
+                  ``vllm bench serve --random-range-ratio r`` draws them (0: fixed lengths)
     concurrency:  closed-loop clients in flight (``max_concurrency``), or None
     request_rate: open-loop arrivals per second, or None (one of the two is given)
     ttft, tpot, itl: measured latencies (seconds), vLLM's definitions
@@ -96,12 +98,15 @@ class Point:
     chip: str = ""
     model: str = ""
     source: str = ""
+    range_ratio: float = 0.0
 
     def __post_init__(self) -> None:
         if not (self.isl >= 1):
             raise LatencyKernelError(f"isl must be at least 1 token, got {self.isl!r} (sweep {self.sweep!r})")
         if not (self.osl >= 1):
             raise LatencyKernelError(f"osl must be at least 1 token, got {self.osl!r} (sweep {self.sweep!r})")
+        if not (0.0 <= self.range_ratio < 1.0):
+            raise LatencyKernelError(f"range_ratio must be in [0, 1), got {self.range_ratio!r}")
         if self.concurrency is None and self.request_rate is None:
             raise LatencyKernelError(f"sweep {self.sweep!r}: a point needs concurrency or request_rate")
         if self.concurrency is not None and self.concurrency < 1:

@@ -166,15 +166,13 @@ def _dist(d: Any) -> Stat:
 
 def serving_prediction(model: Any, point: Point) -> Prediction:
     """TTFT, TPOT and ITL distributions from the serving simulation (``serving.estimate``)."""
-    from latencykernel.serving import estimate
+    from latencykernel.serving import RandomRange, estimate
 
-    r = estimate(
-        model,
-        isl=round(point.isl),
-        osl=round(point.osl),
-        concurrency=point.concurrency,
-        request_rate=point.request_rate,
-    )
+    isl: Any = max(int(round(point.isl)), 1)
+    osl: Any = max(int(round(point.osl)), 1)
+    if point.range_ratio > 0:
+        isl, osl = RandomRange(isl, point.range_ratio), RandomRange(osl, point.range_ratio)
+    r = estimate(model, isl=isl, osl=osl, concurrency=point.concurrency, request_rate=point.request_rate)
     return Prediction(ttft=_dist(r.ttft), tpot=_dist(r.tpot), itl=_dist(r.itl), method="serving simulation")
 
 

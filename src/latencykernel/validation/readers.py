@@ -5,7 +5,8 @@ Formats (``detect`` tells them apart by their keys):
 native JSON / CSV (``docs/accuracy.md`` documents it): one row per point with ``sweep``,
     ``scenario`` or ``build.<key>`` columns (JSON: a ``build`` object), optional labels
     ``engine``/``chip``/``model``, ``isl``, ``osl``, ``concurrency`` or ``request_rate``, and
-    ``{ttft,tpot,itl}_{mean,median,p99}_ms``. Definitions are vLLM's.
+    ``{ttft,tpot,itl}_{mean,median,p99}_ms``, optional ``range_ratio`` (lengths uniform on
+    [L(1 − r), L(1 + r)] around the stated means). Definitions are vLLM's.
 ``vllm bench serve`` result JSON (vllm/benchmarks/serve.py, ``benchmark`` result dict):
     ``{mean,median,p99}_{ttft,tpot,itl}_ms`` are taken as they are; ISL/OSL are
     ``total_input_tokens / completed`` and ``total_output_tokens / completed``; the load is
@@ -117,6 +118,7 @@ def _native_point(row: Mapping[str, Any], default: Deployment | None, where: str
     conc = _whole(row.get("concurrency"), f"{where}: concurrency")
     rate = _num(row.get("request_rate"), f"{where}: request_rate")
     sweep = str(row.get("sweep") or f"{dep.key()} isl={isl:g} osl={osl:g}")
+    ratio = _num(row.get("range_ratio"), f"{where}: range_ratio")
     return Point(
         sweep=sweep,
         deployment=dep,
@@ -131,6 +133,7 @@ def _native_point(row: Mapping[str, Any], default: Deployment | None, where: str
         chip=str(row.get("chip") or ""),
         model=str(row.get("model") or ""),
         source="native",
+        range_ratio=ratio or 0.0,
     )
 
 
