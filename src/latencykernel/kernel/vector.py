@@ -33,6 +33,7 @@ from latencykernel.price.ramp import sm_budget_derate
 __all__ = ["StepTimes", "step_times"]
 
 _NS = 1e-9
+_EXACT_NS = float(2**53)
 _RES = np.array(RESOURCES, dtype=object)
 
 
@@ -136,6 +137,13 @@ def step_times(
                 f"step must be non-decreasing; step[{j}] is {int(st[j])} after step[{j - 1}] = {int(st[j - 1])}"
             )
     nsteps = int(seg_step[-1]) + 1
+    if nsteps > n + 1:
+        # One entry per step number: a far step number would allocate entries for every
+        # step before it (step [0, 10**9] asked for a billion).
+        raise LatencyKernelError(
+            f"step numbers must not exceed the number of rows ({n}); step[{n - 1}] is {nsteps - 1}. "
+            "step_times returns one entry per step number, gaps included: number the steps densely"
+        )
     seg_n = np.diff(np.append(seg_start, n))
     gaps = len(seg_step) != nsteps
 
@@ -154,6 +162,14 @@ def step_times(
     fp = plan
     if fp is not None:
         raw, slow = _price(fp, st, s, c, T, sumc, nreq, th, budget, seg_start, per_step, nsteps)
+        # Whole nanoseconds as int64 are exact only below 2**53 ns (104 days): a step above
+        # that (or not finite) is priced by the fallback, whose Python integers do not overflow.
+        huge = np.zeros(nsteps, dtype=bool)
+        for x in raw:
+            huge |= ~(x * 1e9 < _EXACT_NS)
+        if huge.any():
+            slow = huge if slow is None else (slow | huge)
+            raw = tuple(np.where(huge, 0.0, x) for x in raw)
         ns = [(x * 1e9).astype(np.int64) for x in raw[:5]]
         o_ns = (raw[5] * 1e9).astype(np.int64) + ns[4]
     else:
