@@ -45,10 +45,14 @@ def test_a_huge_context_is_not_negative() -> None:
 def test_a_far_step_number_is_refused_not_allocated() -> None:
     """Issue 10: step [0, 10**9] allocated a billion entries and was killed for memory."""
     k = lk.open(LLAMA)
+    from latencykernel.kernel.vector import MAX_EMPTY_STEPS
+
     with pytest.raises(LatencyKernelError, match="step numbers must not exceed the number of rows"):
         k.step_times([0, 10**9], [1, 1], [10, 10], decode_threshold=8)
-    r = k.step_times([0, 2], [1, 1], [10, 10], decode_threshold=8)  # a gap within the rows is an empty step
-    assert len(r) == 3 and r[1] == k.step_time(Batch.from_columns([], [], 8))
+    with pytest.raises(LatencyKernelError, match="step numbers must not exceed"):
+        k.step_times([0, 2 + MAX_EMPTY_STEPS], [1, 1], [10, 10], decode_threshold=8)
+    r = k.step_times([0, 5], [1, 1], [10, 10], decode_threshold=8)  # a gap is empty steps
+    assert len(r) == 6 and r[1] == k.step_time(Batch.from_columns([], [], 8))
 
 
 def test_constants_are_immutable() -> None:
