@@ -47,6 +47,7 @@ from latencykernel.resolve.startup import (
 )
 
 if TYPE_CHECKING:
+    from latencykernel.inputs import Inputs
     from latencykernel.kernel.kernel import Kernel
 
 __all__ = ["new"]
@@ -199,7 +200,7 @@ def _collective(
     )
 
 
-def new(inputs: Any) -> Kernel:
+def new(inputs: Inputs) -> Kernel:
     """Build a kernel for ``inputs.pool`` of ``inputs.deployment``.
 
     Validates the documents exactly as a file is validated, copies what it needs (editing

@@ -362,7 +362,7 @@ class FastPlan:
             ctxs = list(map(add, S, C)) if not pre else list(compress(map(add, S, C), map(ge, repeat(th), S)))
             toks = [_transform(spec, ctxs) for spec in specs]
 
-        d = sm_budget_derate(smc, sm_budget)
+        d = sm_budget_derate(smc, sm_budget) if sm_budget else 1.0  # the law gives 1 without a budget
         Y = (T + m_half) * inv_pe  # T/(peak·efficiency(T)): price.ramp.efficiency folded
         Yd = Y * d
 

@@ -30,7 +30,7 @@ from latencykernel.price.memory import recurrent_state_bytes
 from latencykernel.resolve.coefficients import Coefficients
 from latencykernel.resolve.layout import Group, Op, Override
 from latencykernel.resolve.settings import Assumptions
-from latencykernel.step_model import EngineLimits
+from latencykernel.step_model import EngineLimits, StepModel
 
 if TYPE_CHECKING:
     from latencykernel.kernel.vector import StepTimes
@@ -158,7 +158,7 @@ class Kernel:
 
     @property
     def constants(self) -> StepConstants:
-        """The batch-independent numbers a step uses (read-only by convention)."""
+        """The batch-independent numbers a step uses: frozen, its mappings read-only views."""
         return self._c
 
     @property
@@ -505,3 +505,7 @@ class Kernel:
             cascade_attention=(not eng.disable_cascade_attn) if eng.disable_cascade_attn is not None else False,
             overrides=self._overrides,
         )
+
+
+# Kernel keeps the StepModel contract: mypy checks this assignment structurally.
+_STEP_MODEL: type[StepModel] = Kernel

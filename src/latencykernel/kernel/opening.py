@@ -14,7 +14,7 @@ from latencykernel.repos import Repos
 __all__ = ["open", "open_pool", "build"]
 
 
-def open_pool(scenario: str | os.PathLike[str], repos: Any = None, pool: int = 0) -> Kernel:
+def open_pool(scenario: str | os.PathLike[str], repos: Repos | None = None, pool: int = 0) -> Kernel:
     """Read ``scenario`` and everything it names, and build a kernel for pool ``pool``
     (the cached documents are shared with the kernel, not copied: see ``shared_documents``)."""
     from latencykernel.inputs import open_inputs, shared_documents
@@ -23,7 +23,7 @@ def open_pool(scenario: str | os.PathLike[str], repos: Any = None, pool: int = 0
         return new(open_inputs(scenario, repos, pool))
 
 
-def open(scenario: str | os.PathLike[str], repos: Any = None) -> Kernel:  # noqa: A001 - the guide's name
+def open(scenario: str | os.PathLike[str], repos: Repos | None = None) -> Kernel:  # noqa: A001 - the guide's name
     """``open_pool(scenario, repos, 0)``: the deployment's first pool."""
     return open_pool(scenario, repos, 0)
 

@@ -33,6 +33,8 @@ from latencykernel.price.ramp import sm_budget_derate
 __all__ = ["StepTimes", "step_times"]
 
 _NS = 1e-9
+_EXACT_NS = float(2**53)
+MAX_EMPTY_STEPS = 2**20  # gaps beyond the rows, at most (about 70 MB of results)
 _RES = np.array(RESOURCES, dtype=object)
 
 
@@ -116,7 +118,13 @@ def step_times(
     if th < 0:
         raise LatencyKernelError(f"decode_threshold must not be negative, got {decode_threshold}")
     budget = int(sm_budget)
-    _non_negative("scheduled", s)
+    # One pass when every row schedules the same tokens (a decode-only simulation), else two.
+    smin = int(s[0]) if n else 0
+    smax = smin
+    if n and not (s == smin).all():
+        smin, smax = int(s.min()), int(s.max())
+    if smin < 0:
+        _non_negative("scheduled", s)
     _non_negative("computed", c)
     if n == 0:
         z = np.zeros(0)
@@ -124,9 +132,12 @@ def step_times(
     if st[0] < 0:
         raise LatencyKernelError(f"step must count from 0; step[0] is {int(st[0])}")
 
-    # Segments: runs of rows of one step.
-    seg_start = np.flatnonzero(st[1:] != st[:-1]) + 1 if n > 1 else np.zeros(0, dtype=np.int64)
-    seg_start = np.concatenate((np.zeros(1, dtype=np.int64), seg_start))
+    # Segments: runs of rows of one step. Steps of one width each (the common layout of a
+    # simulator's batch) are recognised in one pass over ``step``.
+    seg_start = _equal_segments(st, n)
+    if seg_start is None:
+        seg_start = np.flatnonzero(st[1:] != st[:-1]) + 1 if n > 1 else np.zeros(0, dtype=np.int64)
+        seg_start = np.concatenate((np.zeros(1, dtype=np.int64), seg_start))
     seg_step = st[seg_start]
     if len(seg_step) > 1:
         down = np.diff(seg_step) < 0
@@ -136,6 +147,14 @@ def step_times(
                 f"step must be non-decreasing; step[{j}] is {int(st[j])} after step[{j - 1}] = {int(st[j - 1])}"
             )
     nsteps = int(seg_step[-1]) + 1
+    if nsteps > n + MAX_EMPTY_STEPS:
+        # One entry per step number: a far step number would allocate entries for every
+        # step before it (step [0, 10**9] asked for a billion).
+        raise LatencyKernelError(
+            f"step numbers must not exceed the number of rows ({n}) by more than {MAX_EMPTY_STEPS:,} "
+            f"(empty steps); step[{n - 1}] is {nsteps - 1}. step_times returns one entry per step "
+            "number, gaps included: number the steps densely"
+        )
     seg_n = np.diff(np.append(seg_start, n))
     gaps = len(seg_step) != nsteps
 
@@ -146,14 +165,23 @@ def step_times(
         out[seg_step] = v
         return out
 
-    T = per_step(np.add.reduceat(s, seg_start))
+    T = per_step(seg_n * smin if smin == smax else np.add.reduceat(s, seg_start))
     sumc = per_step(np.add.reduceat(c, seg_start))
     nreq = per_step(seg_n)
     starts = per_step(seg_start)
 
     fp = plan
     if fp is not None:
-        raw, slow = _price(fp, st, s, c, T, sumc, nreq, th, budget, seg_start, per_step, nsteps)
+        raw, slow = _price(fp, st, s, c, T, sumc, nreq, th, budget, seg_start, per_step, nsteps, smin, smax)
+        # Whole nanoseconds as int64 are exact only below 2**53 ns (104 days): a step above
+        # that (or not finite) is priced by the fallback, whose Python integers do not overflow.
+        if not max(float(x.max()) for x in raw) * 1e9 < _EXACT_NS:
+            huge = np.zeros(nsteps, dtype=bool)
+            for x in raw:
+                huge |= ~(x * 1e9 < _EXACT_NS)
+            slow = huge if slow is None else (slow | huge)
+            slow = huge if slow is None else (slow | huge)
+            raw = tuple(np.where(huge, 0.0, x) for x in raw)
         ns = [(x * 1e9).astype(np.int64) for x in raw[:5]]
         o_ns = (raw[5] * 1e9).astype(np.int64) + ns[4]
     else:
@@ -162,7 +190,12 @@ def step_times(
         slow = np.ones(nsteps, dtype=bool)
     no = ns[0] + ns[1] + ns[2] + ns[3] + ns[4]
     np.minimum(o_ns, no, out=o_ns)
-    best = np.argmax(np.stack(ns), axis=0)  # the first of equal maxima, as step_time
+    best = np.zeros(nsteps, dtype=np.intp)  # the first of equal maxima, as step_time
+    top = ns[0]
+    for i in range(1, 5):
+        more = ns[i] > top
+        best[more] = i
+        top = np.maximum(top, ns[i])
     overlap = o_ns * _NS
     no_overlap = no * _NS
     per = {r: x * _NS for r, x in zip(RESOURCES, ns)}
@@ -180,6 +213,22 @@ def step_times(
             for r in RESOURCES:
                 per[r][i] = e.per_resource.get(r, 0.0)
     return StepTimes(overlap, no_overlap, bottleneck, per)
+
+
+def _equal_segments(st: np.ndarray, n: int) -> np.ndarray | None:
+    """Row offsets of the steps when ``st`` is 0, 0, …, 1, 1, … with every step the same
+    number of rows and none missing, else None (the general path finds the runs)."""
+    last = int(st[-1])
+    if st[0] != 0 or last < 0 or n % (last + 1):
+        return None
+    steps = last + 1
+    w = n // steps
+    st2 = st.reshape(steps, w)
+    every = np.arange(steps)
+    # Non-decreasing, and each row starts and ends at its own step number: every row is one step.
+    if not ((st2[:, 0] == every).all() and (st2[:, -1] == every).all() and (st[1:] >= st[:-1]).all()):
+        return None
+    return np.arange(0, n, w, dtype=np.int64)
 
 
 def _pow_table(q: float, n: np.ndarray) -> np.ndarray:
@@ -207,12 +256,13 @@ def _price(
     seg_start: np.ndarray,
     per_step: Any,
     nsteps: int,
+    smin: int,
+    smax: int,
 ) -> tuple[tuple[Any, ...], Any]:
     """``FastPlan.price`` over arrays of steps: ((sm, hbm, nvlink, nic, host, overlap), the
     steps to price one by one, or None)."""
     empty = T == 0
     any_empty = bool(empty.any())
-    smin, smax = int(s.min()), int(s.max())
     w = fp.width
 
     if smin == smax == w:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import pint
 
@@ -26,6 +26,28 @@ from latencykernel.scenarios.errors import ScenarioInputError
 from latencykernel.scenarios.kv_decode import TPOT_SAMPLES, SparseKvDecodeBatchScenario
 from latencykernel.scenarios.metadata import _largest_batch, output
 from latencykernel.scenarios.units import Q_, as_quantity, count, int_list, nonnegative_int, quantity
+from latencykernel.step_model import StepModel
+
+
+@runtime_checkable
+class CalibratedStepModel(StepModel, Protocol):
+    """What the bridge needs: a ``StepModel`` that also names its catalog model and chip and
+    reports its memory and layout (for the bandwidth floor, ``floor_of``). ``Kernel`` is one."""
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def chip(self) -> str: ...
+
+    def max_sequences(self, tokens: int, gpu_memory_utilization: float | None = None) -> int: ...
+
+    def fixed_bytes(self) -> Any: ...
+
+    def kv_bytes_per_token(self) -> float: ...
+
+    def resolved(self) -> Any: ...
+
 
 __all__ = ["CalibratedDecodeBatch", "decode_batch", "floor_of"]
 
@@ -124,13 +146,14 @@ class CalibratedDecodeBatch(Scenario):
     )
 
     def _validate(self) -> None:
-        for attr in ("step_time", "max_sequences", "fixed_bytes", "kv_bytes_per_token", "resolved"):
-            if not hasattr(self.kernel, attr):
-                raise ScenarioInputError(
-                    f"kernel={self.kernel!r} is not a latencykernel Kernel (it has no {attr})",
-                    argument="kernel",
-                    value=self.kernel,
-                )
+        if not isinstance(self.kernel, CalibratedStepModel):
+            missing = [a for a in _NEEDED if not hasattr(self.kernel, a)]
+            raise ScenarioInputError(
+                f"kernel={self.kernel!r} is not a latencykernel Kernel (a CalibratedStepModel; "
+                f"it has no {', '.join(missing)})",
+                argument="kernel",
+                value=self.kernel,
+            )
         self._set("context_tokens", count("context_tokens", self.context_tokens, "token", minimum=1))
         self._set("batch_sizes", int_list("batch_sizes", self.batch_sizes))
         self._set("decode_threshold", count("decode_threshold", self.decode_threshold, "token", minimum=1))
@@ -248,3 +271,21 @@ def decode_batch(
         batch_sizes=batch_sizes,  # validated (and made a tuple) by the scenario
         decode_threshold=decode_threshold,
     )
+
+
+# CalibratedStepModel's members, to name the missing ones in the refusal.
+_NEEDED = (
+    "step_time",
+    "step_times",
+    "limits",
+    "sequence_variable_bytes",
+    "admission_overhead",
+    "output_token_overhead",
+    "completion_overhead",
+    "model",
+    "chip",
+    "max_sequences",
+    "fixed_bytes",
+    "kv_bytes_per_token",
+    "resolved",
+)
