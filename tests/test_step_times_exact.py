@@ -35,11 +35,19 @@ def test_step_times_equals_step_time_up_to_2_to_the_40(name: str) -> None:
 
 
 def test_a_huge_context_is_not_negative() -> None:
-    """Issue 10's reproducer: 2**62 context tokens priced −9.2e9 s (int64 wrap-around)."""
+    """Issue 10's reproducer: 2**62 context tokens priced −9.2e9 s (int64 wrap-around). Such a
+    context is beyond what any deployment holds, so both paths refuse it; the largest
+    context they accept (MAX_TOKENS) is priced positive and equal on both."""
+    from latencykernel.batch import MAX_TOKENS
+
     k = lk.open(LLAMA)
-    r = k.step_times([0], [1], [2**62], decode_threshold=8)
+    with pytest.raises(LatencyKernelError, match="beyond what any deployment holds"):
+        k.step_times([0], [1], [2**62], decode_threshold=8)
+    with pytest.raises(LatencyKernelError, match="beyond what any deployment holds"):
+        Batch.from_columns([1], [2**62], 8)
+    r = k.step_times([0], [1], [MAX_TOKENS], decode_threshold=8)
     assert r.no_overlap[0] > 0
-    assert r[0] == k.step_time(Batch.from_columns([1], [2**62], 8))
+    assert r[0] == k.step_time(Batch.from_columns([1], [MAX_TOKENS], 8))
 
 
 def test_a_far_step_number_is_refused_not_allocated() -> None:

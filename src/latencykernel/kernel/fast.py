@@ -49,6 +49,7 @@ from latencykernel.price.context import dcp_decode_payload_bytes_per_row, dcp_ra
 from latencykernel.price.experts import expert_miss_probability, routed_expert_flops
 from latencykernel.price.host import graph_dispatch_s
 from latencykernel.price.ramp import saturation, sm_budget_derate
+from latencykernel.price.recurrent import chunked_prefill_share_s
 from latencykernel.resolve.context import dcp_shards_kv
 from latencykernel.resolve.layout import Group, Op
 
@@ -380,7 +381,7 @@ class FastPlan:
         for count, G, R, Wh, Eh, rf, rinv, expert, attn, nv_idx, nic_idx, dcp, Fp, ovr in self.kinds:
             g = G * Yd
             if Fp > 0.0 and dec_tokens < T:  # price.recurrent.recurrent_update_s
-                sm = g + rf + rinv * dec_tokens + Fp * (T - dec_tokens) / T * Yd
+                sm = g + rf + rinv * dec_tokens + chunked_prefill_share_s(Fp, T - dec_tokens, T, Yd)
             else:
                 sm = g + rf + rinv * T
             if ovr:  # price.ramp.gemm_read_beyond_compute_s; the hidden read stays in the stage

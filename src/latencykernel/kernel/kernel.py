@@ -23,6 +23,7 @@ from latencykernel.kernel.fast import FastPlan, build_fast_plan
 from latencykernel.kernel.memory import MemoryBreakdown
 from latencykernel.kernel.step import price_step
 from latencykernel.limits import blocks_for_tokens, check_batch
+from latencykernel.price.attention import layer_kv_bytes_per_token
 from latencykernel.price.collective import floor_and_rate_s
 from latencykernel.price.hybrid_kv import hybrid_blocks_per_request, hybrid_group_size
 from latencykernel.price.kv import paged_bytes
@@ -311,7 +312,7 @@ class Kernel:
             return 0
         c = self._c
         kinds = self._info["kv_kinds"]
-        per_layer = c.kv_bytes_per_token / max(c.kv_layers, 1)
+        per_layer = layer_kv_bytes_per_token(c.kv_bytes_per_token, c.kv_layers)
         return int(per_layer * c.block_size * hybrid_group_size([n for n, _ in kinds]))
 
     def blocks_for(self, tokens: int) -> int:

@@ -29,6 +29,7 @@ from latencykernel.batch import RESOURCES, Batch, Resource, StepEstimate
 from latencykernel.errors import LatencyKernelError
 from latencykernel.kernel.fast import T_DCP, T_GENERIC, T_TOPK, T_WINDOW, FastPlan, ReadLaw
 from latencykernel.price.ramp import sm_budget_derate
+from latencykernel.price.recurrent import chunked_prefill_share_s
 
 __all__ = ["StepTimes", "step_times"]
 
@@ -344,7 +345,9 @@ def _price(
         g = G * Yd
         if Fp > 0.0:  # price.recurrent.recurrent_update_s, as fast.py
             sm = np.where(
-                dec_tokens < T, g + rf + rinv * dec_tokens + Fp * (T - dec_tokens) / Tsafe * Yd, g + rf + rinv * Tsafe
+                dec_tokens < T,
+                g + rf + rinv * dec_tokens + chunked_prefill_share_s(Fp, T - dec_tokens, Tsafe, Yd),
+                g + rf + rinv * Tsafe,
             )
         else:
             sm = g + rf + rinv * Tsafe

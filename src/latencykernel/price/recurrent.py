@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-__all__ = ["CHUNK_TOKENS", "chunked_recurrent_flops_per_token", "recurrent_update_s"]
+from typing import Any
+
+__all__ = ["CHUNK_TOKENS", "chunked_prefill_share_s", "chunked_recurrent_flops_per_token", "recurrent_update_s"]
 
 CHUNK_TOKENS = 64  # chunk length of the chunked (WY / SSD) prefill kernels
 
@@ -58,3 +60,17 @@ def recurrent_update_s(
         elif decode_tokens_per_s > 0:  # no head geometry: the decode rate, as before
             t += prefill_tokens / decode_tokens_per_s
     return t
+
+
+def chunked_prefill_share_s(flops_per_token: float, prefill_tokens: Any, step_tokens: Any, gemm_s: Any) -> Any:
+    """The prompt-token term of ``recurrent_update_s`` as the fused and vectorised paths
+    fold it, given one GEMM-ramp time for the whole step.
+
+    t = F · prefill_tokens / step_tokens · gemm_s
+
+    ``gemm_s`` is step_tokens / (peak · eff(step_tokens)) (times the SM-budget derate): the
+    time one FLOP per token costs the step, so F · prefill_tokens / (peak · eff) follows.
+    Written once so that the scalar and numpy paths round alike (numpy arrays work as well
+    as floats).
+    """
+    return flops_per_token * prefill_tokens / step_tokens * gemm_s
