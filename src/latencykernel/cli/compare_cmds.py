@@ -31,7 +31,7 @@ from latencykernel.cli.common import (
 def compare_cmd(
     a: str = typer.Argument(..., metavar="A", help="A scenario file, or MODEL@HARDWARE[:tp=8,dp=2,...]."),
     b: str = typer.Argument(..., metavar="B", help="A scenario file, or MODEL@HARDWARE[:tp=8,dp=2,...]."),
-    requests: int = Requests(32),
+    requests: int = Requests(32, least=1),
     context: int = Context(4096),
     tpot: str | None = typer.Option(None, "--tpot", help="Also compare the largest batch meeting this TPOT (50ms)."),
     decode_threshold: int = typer.Option(8, "--decode-threshold", min=0, max=MAX_TOKENS, help="Decode threshold."),

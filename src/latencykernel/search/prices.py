@@ -3,11 +3,7 @@ its public source and date) and a user's table over it.
 
 A user table is YAML of the same shape (``prices: {chip: {usd_per_gpu_hour: 3.1, source:
 ..., date: ...}}``) or a plain ``{chip: price}`` mapping; its chips replace the default's, and
-the others keep the default. Cost figures:
-
-    cost_per_hour_usd      = gpus × usd_per_gpu_hour
-    gpu_hours_per_mtok     = gpus / output_tokens_per_s × 1e6 / 3600
-    usd_per_mtok           = gpu_hours_per_mtok × usd_per_gpu_hour
+the others keep the default. The cost figures of a deployment are ``cost`` below.
 """
 
 from __future__ import annotations
@@ -21,7 +17,7 @@ from typing import Any
 
 from latencykernel.errors import DocumentError
 
-__all__ = ["Price", "PriceTable", "load_prices", "DEFAULT_PRICES_FILE"]
+__all__ = ["Price", "PriceTable", "load_prices", "cost", "DEFAULT_PRICES_FILE"]
 
 DEFAULT_PRICES_FILE = Path(__file__).resolve().parents[1] / "data" / "prices" / "gpu-hour.yaml"
 
@@ -101,3 +97,31 @@ def load_prices(user: str | os.PathLike[str] | Mapping[str, Any] | PriceTable | 
         prices.update(mine)
         files.append(ufile)
     return PriceTable(dict(sorted(prices.items())), tuple(files))
+
+
+def cost(price: Price | None, gpus: int, output_tokens_per_s: float) -> dict[str, float | None]:
+    """What ``gpus`` GPUs of one chip cost, in all and per million output tokens:
+
+        cost_per_hour_usd      = gpus × usd_per_gpu_hour
+        gpu_hours_per_mtok     = gpus / output_tokens_per_s × 1e6 / 3600
+        usd_per_mtok           = gpu_hours_per_mtok × usd_per_gpu_hour
+
+    With no price for the chip, the dollar figures are None; with no output to price them
+    by (``output_tokens_per_s`` not positive), the per-token figures are None: unknown, not
+    infinite."""
+    usd = None if price is None else price.usd_per_gpu_hour
+    per_hour = None if usd is None else gpus * usd
+    if not output_tokens_per_s > 0:
+        return {
+            "usd_per_gpu_hour": usd,
+            "cost_per_hour_usd": per_hour,
+            "gpu_hours_per_mtok": None,
+            "usd_per_mtok": None,
+        }
+    gpu_hours_per_mtok = gpus / output_tokens_per_s * 1e6 / 3600.0
+    return {
+        "usd_per_gpu_hour": usd,
+        "cost_per_hour_usd": per_hour,
+        "gpu_hours_per_mtok": gpu_hours_per_mtok,
+        "usd_per_mtok": None if usd is None else gpu_hours_per_mtok * usd,
+    }

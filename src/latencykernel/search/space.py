@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -169,14 +169,20 @@ class Deployment:
         return d
 
 
-def load_space(source: str | os.PathLike[str] | dict[str, Any] | Space) -> Space:
+def load_space(source: str | os.PathLike[str] | Mapping[str, Any] | Space) -> Space:
     """A ``Space`` from a YAML file, a mapping, or a ``Space``; a bad key or value is a
-    ``DocumentError`` naming it."""
+    ``DocumentError`` naming it, and anything else a ``DocumentError`` naming ``space``."""
     if isinstance(source, Space):
         return source
+    if isinstance(source, bool) or not isinstance(source, str | os.PathLike | Mapping):
+        raise DocumentError(
+            f"space: expected a Space, a mapping of space keys or a YAML file path, got {source!r}",
+            key="space",
+            value=source,
+        )
     file = "<memory>"
-    data: Any = source
-    if not isinstance(source, dict):
+    data: Any = dict(source) if isinstance(source, Mapping) else source
+    if not isinstance(source, Mapping):
         import yaml
 
         file = str(source)
