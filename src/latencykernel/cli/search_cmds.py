@@ -12,7 +12,7 @@ from latencykernel.cli import app
 from latencykernel.cli.common import Json, console, parse_ints, parse_reals, parse_seconds, print_json
 from latencykernel.errors import LatencyKernelError
 
-SLO_OPT = typer.Option([], "--slo", help="More targets as KEY=VALUE, e.g. ttft_p99=2s (repeatable).")
+SLO_OPT = typer.Option([], "--slo", help="More targets as KEY=VALUE with a unit, e.g. ttft_p99=2s (repeatable).")
 SPACE_OPT = typer.Option(None, "--space", help="A space YAML (see docs/search.md).")
 PRICES_OPT = typer.Option(None, "--prices", help="A price table YAML over the default.")
 OUT_OPT = typer.Option(None, "-o", "--output", help="Save the chart (.png or .svg).")
@@ -163,8 +163,8 @@ def search_cmd(
     ),
     request_rate: str | None = typer.Option(None, "--request-rate", help="Open-loop request rates (req/s) instead."),
     num_prompts: int | None = typer.Option(None, "--num-prompts", min=1, help="Requests per load point."),
-    tpot: str | None = typer.Option(None, "--tpot", help="Mean TPOT limit (e.g. 50ms)."),
-    ttft: str | None = typer.Option(None, "--ttft", help="Mean TTFT limit (e.g. 2s)."),
+    tpot: str | None = typer.Option(None, "--tpot", help="Mean TPOT limit, with a unit: 50ms or 0.05s."),
+    ttft: str | None = typer.Option(None, "--ttft", help="Mean TTFT limit, with a unit: 2s or 2000ms."),
     slo: list[str] = SLO_OPT,
     space_file: Path | None = SPACE_OPT,
     tp: str | None = typer.Option(None, "--tp", help="Tensor-parallel widths, comma-separated."),
