@@ -69,16 +69,17 @@ def _read(source: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[dict[str,
     if isinstance(source, Mapping):
         data: Any = source
         file = "<memory>"
-    else:
-        import yaml
+    elif isinstance(source, str | os.PathLike):
+        from latencykernel.documents.yaml_loader import read_yaml
 
         file = str(source)
-        try:
-            data = yaml.safe_load(Path(source).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise DocumentError(f"{file}: file not found", file=file) from None
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
-            raise DocumentError(f"{file}: cannot be read as YAML ({e})", file=file) from None
+        data = read_yaml(source)  # the documents' reader: a DocumentError naming the file and place
+    else:
+        raise DocumentError(
+            f"prices: expected a price table (a mapping or a YAML file path), got {source!r}",
+            key="prices",
+            value=source,
+        )
     if not isinstance(data, Mapping):
         raise DocumentError(f"{file}: expected a mapping of chip prices", file=file)
     table = data.get("prices", data) if "prices" in data else data

@@ -13,7 +13,6 @@ import itertools
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -183,15 +182,10 @@ def load_space(source: str | os.PathLike[str] | Mapping[str, Any] | Space) -> Sp
     file = "<memory>"
     data: Any = dict(source) if isinstance(source, Mapping) else source
     if not isinstance(source, Mapping):
-        import yaml
+        from latencykernel.documents.yaml_loader import read_yaml
 
         file = str(source)
-        try:
-            data = yaml.safe_load(Path(source).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise DocumentError(f"{file}: file not found", file=file) from None
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
-            raise DocumentError(f"{file}: cannot be read as YAML ({e})", file=file) from None
+        data = read_yaml(source)  # the documents' reader: a DocumentError naming the file and place
         if not isinstance(data, dict):
             raise DocumentError(f"{file}: expected a mapping of space keys, got {type(data).__name__}", file=file)
     try:
