@@ -95,9 +95,15 @@ def test_search_lists_are_read_by_the_one_parser(args: list[str], name: str, cap
 
 
 def test_compare_needs_a_request(capsys: Any) -> None:
-    """Guards review: ``compare --requests 0`` priced "0 decodes" side by side."""
+    """Guards review: ``compare --requests 0`` priced "0 decodes" side by side, and ``price
+    --requests 0`` without a prefill priced an empty batch at 0.0 ms; a prefill alone still
+    prices."""
     code, _, err = _cli([*COMMANDS["compare"], "--requests", "0"], capsys)
     assert code == 2 and "--requests" in err, err
+    code, _, err = _cli(["price", *MODEL, "--requests", "0"], capsys)
+    assert code == 2 and "the batch is empty" in err, err
+    code, out, err = _cli(["price", *MODEL, "--requests", "0", "--prefill", "512", "--json"], capsys)
+    assert code == 0 and json.loads(out)["overlap_s"] > 0, err
 
 
 @pytest.mark.parametrize("command", ["models", "chips"])
