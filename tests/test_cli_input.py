@@ -127,3 +127,21 @@ def test_search_says_when_it_had_no_slo_and_which_chips_have_no_price(capsys: An
     code, out, err = _cli([*args, "--tpot", "1s", "--json"], capsys)
     prov = json.loads(out)["provenance"]
     assert code == 0 and "slo_note" not in prov and list(prov["unpriced"]) == ["gb300"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["anatomy", *MODEL, "--tp", "0", "--requests", "1"],
+        ["memory", *MODEL, "--nodes", "0"],
+        ["memory", *MODEL, "--block-size", "0"],
+        ["memory", *MODEL, "--max-num-seqs", "0"],
+        ["compare", "llama-3.1-8b-instruct@h100", "llama-3.1-8b-instruct@h100:tp=0"],
+    ],
+    ids=lambda a: " ".join(a[:1] + a[-2:]),
+)
+def test_a_build_argument_of_zero_is_refused_not_dropped(args: list[str], capsys: Any) -> None:
+    """Guards review A2: ``if v not in (None, False)`` dropped every 0 (``0 == False``), so
+    ``--tp 0`` and ``MODEL@HW:tp=0`` quietly priced the default tp=1 with exit 0."""
+    code, out, err = _cli(args, capsys)
+    assert code == 2 and out == "" and err.startswith("error: "), (out, err)
