@@ -145,3 +145,11 @@ def test_a_build_argument_of_zero_is_refused_not_dropped(args: list[str], capsys
     ``--tp 0`` and ``MODEL@HW:tp=0`` quietly priced the default tp=1 with exit 0."""
     code, out, err = _cli(args, capsys)
     assert code == 2 and out == "" and err.startswith("error: "), (out, err)
+
+
+@pytest.mark.parametrize("text", ["1,,64", "0,64", "1.5", "x"])
+def test_explain_batches_are_read_by_the_one_parser(text: str, capsys: Any) -> None:
+    """Guards review C21 (a third list parser, in explain): ``--batch 1,,64`` read as 1,64 and
+    ``--batch 0`` explained an empty batch; both are now refused naming ``--batch``."""
+    code, out, err = _cli(["explain", "Gpt2XlChatDecodeBatchesH100", "--batch", text], capsys)
+    assert code == 2 and out == "" and "--batch" in err, (out, err)
