@@ -296,13 +296,24 @@ def test_arguments_that_mean_nothing_are_refused_up_front(kw: dict[str, Any], ma
             )
 
 
-@pytest.mark.parametrize(("kw", "name"), [({"isl": 0}, "isl"), ({"osl": -1}, "osl"), ({"isl": 1.5}, "isl")])
-def test_fewest_gpus_checks_its_lengths(kw: dict[str, Any], name: str) -> None:
-    """Guards review A6: ``fewest_gpus(..., isl=0)`` returned an empty answer with no error."""
-    args = {"isl": 64, "osl": 8, **kw}
-    with pytest.raises(LatencyKernelError, match=f"^{name}: expected a whole number"):
+@pytest.mark.parametrize(
+    ("kw", "name"),
+    [
+        ({"isl": 0}, "isl: expected a whole number"),
+        ({"osl": -1}, "osl: expected a whole number"),
+        ({"isl": 1.5}, "isl: expected a whole number"),
+        ({"rate": -2.0}, "request_rate: expected a positive request rate"),
+        ({"max_replicas": 0}, "max_replicas: expected a whole number"),
+    ],
+)
+def test_fewest_gpus_checks_its_arguments(kw: dict[str, Any], name: str) -> None:
+    """Guards review A6: ``fewest_gpus(..., isl=0)`` returned an empty answer with no error;
+    each argument is refused under its own name (not as a ``workload.`` key it is not)."""
+    args = {"isl": 64, "osl": 8, "rate": 4.0, **kw}
+    rate = args.pop("rate")
+    with pytest.raises(LatencyKernelError, match=f"^{name}"):
         fewest_gpus(
-            "deepseek-v3", 4.0, SLO, {"hardware": ["h200"], "tp": [8]}, executor="serial", simulator=SIM, **args
+            "deepseek-v3", rate, SLO, {"hardware": ["h200"], "tp": [8]}, executor="serial", simulator=SIM, **args
         )
 
 

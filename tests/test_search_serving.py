@@ -101,3 +101,24 @@ def test_each_candidate_carries_the_simulations_assumptions(result: object) -> N
         assert r.assumptions
         assert c.provenance["assumptions"] == tuple(tuple(str(x) for x in a) for a in r.assumptions)
         assert "num_prompts" in {a[0] for a in c.provenance["assumptions"]}
+
+
+def test_the_command_prints_what_the_answer_assumed() -> None:
+    """Guards review A5 on the command line: the table showed figures without the defaults
+    behind them; under it the search's own assumptions and the best candidate's simulation
+    assumptions (serving's, by name and value) are printed."""
+    from typer.testing import CliRunner
+
+    from latencykernel.cli import _register, app
+
+    _register()
+    args = ["search", "--model", "llama-3.1-8b-instruct", "--hardware", "h100", "--isl", "128", "--osl", "16"]
+    out = CliRunner().invoke(app, [*args, "--concurrency", "4", "--tp", "1", "--tpot", "50ms", "--workers", "1"])
+    assert out.exit_code == 0, out.output
+    k = lk.build("llama-3.1-8b-instruct", "h100")
+    r = serving.simulate(k, serving.ClosedLoop(4, 128, 16), seed=0)
+    text = " ".join(out.output.split())
+    assert "assumed: fabric = ib-400g" in text
+    assert "the best's simulation assumed: " in text
+    for name, value, _ in r.assumptions[:3]:
+        assert f"{name}={value}" in text

@@ -124,6 +124,20 @@ def _print_notes(con: Any, result: Any) -> None:
         con.print(f"[yellow]{chip}: {why}[/yellow]")
 
 
+def _print_assumed(con: Any, result: Any) -> None:
+    """The defaults the search took, and those the simulation of its answer took (``--json``
+    gives each with its reason, and every candidate's)."""
+    taken = [a for a in result.provenance.get("assumptions", ()) if a[0] != "slo"]
+    if taken:
+        con.print("assumed: " + "; ".join(f"{a[0]} = {a[1]}" for a in taken), markup=False)
+    answer = result.best if result.best is not None else (result.sizing[0] if result.sizing else None)
+    sim = answer.provenance.get("assumptions", ()) if answer is not None else ()
+    if sim:
+        pairs = ", ".join(f"{a[0]}={a[1]}" for a in dict((a[0], a) for a in sim).values())
+        what = "the best's" if result.best is not None else "the first sizing's"
+        con.print(f"{what} simulation assumed: {pairs} (--json: each with its reason)", markup=False)
+
+
 def _print_sizing(con: Any, result: Any, rate: float, as_json: bool, top: int) -> None:
     from rich.table import Table
 
@@ -148,6 +162,7 @@ def _print_sizing(con: Any, result: Any, rate: float, as_json: bool, top: int) -
     _print_notes(con, result)
     if not result.sizing:
         con.print("[red]no deployment of the space serves that rate within the SLO[/red]")
+    _print_assumed(con, result)
     if result.refused:
         con.print(_refused_table(result))
 
@@ -308,6 +323,7 @@ def search_cmd(
             f"TTFT p99 {_ms(f['ttft_p99_s'])} ms, TPOT mean {_ms(f['tpot_mean_s'])} ms "
             f"(price: {b.provenance['cost']})"
         )
+    _print_assumed(con, result)
     if result.refused:
         con.print(_refused_table(result))
     for path in (out, html_out):

@@ -36,9 +36,9 @@ def _seed(value: Any) -> int:
     return value
 
 
-def _rate(value: Any, setting: str) -> float:
+def _rate(value: Any, setting: str, where: str = "workload.") -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-        raise LatencyKernelError(f"workload.{setting}: expected a positive request rate (requests/s), got {value!r}")
+        raise LatencyKernelError(f"{where}{setting}: expected a positive request rate (requests/s), got {value!r}")
     return float(value)
 
 
@@ -336,7 +336,7 @@ def fewest_gpus(
     missed at that count), and a disaggregated one a refusal (setting ``disaggregation``):
     nothing of the space is dropped without a reason. Arguments as ``run``'s; ``isl``,
     ``osl``, ``max_replicas`` and ``num_prompts`` are whole numbers of at least 1."""
-    rate = _rate(request_rate, "request_rate")
+    rate = _rate(request_rate, "request_rate", where="")
     isl = _whole(isl, "isl", where="")
     osl = _whole(osl, "osl", where="")
     _whole(max_replicas, "max_replicas", where="")
