@@ -351,7 +351,7 @@ def fewest_gpus(
     outcomes = map_chunks(executor, docs, deps, job, workers=workers, ray_address=ray_address, progress=progress)
     pos = {d.index: d for d in deps}
     refusals: list[Refusal] = [
-        Refusal(d, None, "disaggregation", f"{d.label()}: fewest_gpus sizes colocated deployments only")
+        Refusal(d, None, "disaggregation", "fewest_gpus sizes colocated deployments only")
         for d in every
         if d.disaggregated
     ]
@@ -364,7 +364,8 @@ def fewest_gpus(
             continue
         _, _, evidence, replicas, figs, _probes, why, assumed = out
         if replicas == 0 or figs is None:
-            reason = f"{dep.label()}: {max_replicas} replicas at {rate / max_replicas:g} requests/s each: {why}"
+            # the reason leaves the deployment out (the refusal names it), so like refusals group
+            reason = f"{max_replicas} replicas at {rate / max_replicas:g} requests/s each: {why}"
             refusals.append(Refusal(dep, at_most, "max_replicas", reason))
             continue
         whole = dict(figs)
