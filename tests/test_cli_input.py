@@ -86,6 +86,7 @@ def test_one_list_parser_names_what_is_wrong(text: str, why: str) -> None:
         (["--concurrency", "1.5"], "--concurrency"),
         (["--request-rate", "2,,8"], "--request-rate"),
         (["--gpus", "2,x"], "--gpus"),
+        (["--concurrency", "1", "--hardware", "h100,,b200"], "--hardware"),
     ],
 )
 def test_search_lists_are_read_by_the_one_parser(args: list[str], name: str, capsys: Any) -> None:

@@ -378,6 +378,11 @@ def parse_reals(text: str, option: str) -> list[float]:
     return out
 
 
+def parse_names(text: str, option: str) -> list[str]:
+    """``"h200,b200"`` as names in the order written (same refusals as ``parse_ints``)."""
+    return _items(text, option, "names")
+
+
 def _items(text: str, option: str, what: str) -> list[str]:
     items = [x.strip() for x in text.split(",")]
     if not any(items):

@@ -9,7 +9,7 @@ from typing import Any
 import typer
 
 from latencykernel.cli import app
-from latencykernel.cli.common import Json, console, parse_ints, parse_reals, parse_seconds, print_json
+from latencykernel.cli.common import Json, console, parse_ints, parse_names, parse_reals, parse_seconds, print_json
 from latencykernel.errors import LatencyKernelError
 
 SLO_OPT = typer.Option([], "--slo", help="More targets as KEY=VALUE with a unit, e.g. ttft_p99=2s (repeatable).")
@@ -33,7 +33,7 @@ def _space(
     if space_file is not None:
         base = load_space(space_file).model_dump(exclude_unset=True)
     if hardware is not None:
-        base["hardware"] = [h.strip() for h in hardware.split(",") if h.strip()]
+        base["hardware"] = parse_names(hardware, "--hardware")
     for key, text in (("tp", tp), ("dp", dp), ("gpus", gpus)):
         if text is not None:
             base[key] = parse_ints(text, f"--{key}")
