@@ -54,3 +54,14 @@ def test_the_nav_names_every_page_but_the_generated_scenarios() -> None:
     missing = {p for p in pages - named if not p.startswith("scenarios/")}
     assert not missing, missing
     assert cfg["strict"] is True
+
+
+def test_the_readme_command_table_names_every_command() -> None:
+    """Guards the README's command table stopping at ``explain`` while serve, search and
+    validate exist: every command of ``latencykernel --help`` has a row."""
+    from latencykernel.cli import COMMANDS
+
+    readme = (ROOT / "README.md").read_text()
+    rows = re.findall(r"^\| `latencykernel ([a-z-]+)[^`]*`(?: / `([a-z-]+)`)?", readme, re.M)
+    listed = {name for row in rows for name in row if name}
+    assert set(COMMANDS) - listed == set(), set(COMMANDS) - listed

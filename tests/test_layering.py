@@ -12,6 +12,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "latencykernel"
 ALLOWED = {
     "errors": set(),
     "price": set(),
+    # the one seconds parser of the CLI and the search ("50ms", "0.05s"; a bare number in text refused)
+    "durations": {"errors"},
     "batch": {"errors"},
     "step_model": {"errors", "batch"},
     "limits": {"errors", "batch", "step_model"},
@@ -70,14 +72,41 @@ ALLOWED = {
         "serving",
         "search",
         "validation",
+        "durations",
     },
     # search builds deployments in memory (documents, inputs, kernel) and simulates them (serving)
-    "search": {"errors", "batch", "step_model", "documents", "inputs", "repos", "kernel", "resolve", "serving"},
+    "search": {
+        "errors",
+        "batch",
+        "step_model",
+        "documents",
+        "inputs",
+        "repos",
+        "kernel",
+        "resolve",
+        "serving",
+        "durations",
+    },
     # validation opens step models (kernel), reads the StepModel contract, and uses the
     # serving simulation when it is importable
     "validation": {"errors", "batch", "step_model", "documents", "kernel", "inputs", "repos", "serving"},
 }
 IMPORT = re.compile(r"^\s*(?:from|import)\s+latencykernel\.([a-z_]+)", re.M)
+# ``from latencykernel import serving, kernel`` (one line or parenthesised) names parts too
+FROM_PACKAGE = re.compile(r"^\s*from\s+latencykernel\s+import\s+(\([^)]*\)|[^\n]+)", re.M)
+# names the package itself defines rather than parts: the version is metadata every part may read
+PACKAGE_NAMES = {"__version__"}
+
+
+def imported_parts(text: str) -> set[str]:
+    """The parts of latencykernel a module's text imports, in either import form."""
+    found = set(IMPORT.findall(text))
+    for group in FROM_PACKAGE.findall(text):
+        for item in group.strip("()").split(","):
+            name = item.split("#")[0].strip().split(" as ")[0].strip()
+            if name and name not in PACKAGE_NAMES:
+                found.add(name)
+    return found
 
 
 def part_of(path: Path) -> str:
@@ -91,10 +120,24 @@ def test_imports_point_down_the_flow() -> None:
         part = part_of(path)
         if part not in ALLOWED:
             continue
-        for target in set(IMPORT.findall(path.read_text())):
+        for target in imported_parts(path.read_text()):
             if target != part and target not in ALLOWED[part]:
                 wrong.append(f"{path.relative_to(SRC)} imports latencykernel.{target}")
     assert not wrong, wrong
+
+
+def test_both_import_forms_are_seen() -> None:
+    """Guards the layering check missing ``from latencykernel import X``: an upward import
+    written that way passed unseen."""
+    text = (
+        "from latencykernel import serving\n"
+        "    from latencykernel import kernel as k, errors  # why\n"
+        "from latencykernel import (\n    search,\n    charts,\n)\n"
+        "from latencykernel import __version__\n"
+        "import latencykernel.repos\n"
+        "from latencykernel.batch import Batch\n"
+    )
+    assert imported_parts(text) == {"serving", "kernel", "errors", "search", "charts", "repos", "batch"}
 
 
 def test_every_part_is_placed_in_the_flow() -> None:

@@ -47,3 +47,31 @@ def test_ray_equals_local() -> None:
     assert on_ray.refusals == local.refusals
     assert on_ray.front == local.front and on_ray.best == local.best
     assert on_ray.provenance == local.provenance
+
+
+def test_an_unreachable_ray_address_is_refused_at_once() -> None:
+    """Guards review A16: ``search --ray bogus:1`` hung for more than a minute while Ray
+    retried the connection. The address is checked first (the name resolves, the port
+    answers, within a few seconds) and refused naming the option; an address that answers
+    passes the check."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from latencykernel.errors import LatencyKernelError
+    from latencykernel.search.executors import check_ray_address
+
+    for address in ("bogus:1", "ray://bogus:10001", "127.0.0.1:1", "no-port"):
+        with pytest.raises(LatencyKernelError, match=f"^--ray: cannot reach {address}"):
+            check_ray_address(address, "--ray", timeout_s=2.0)
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        check_ray_address(f"127.0.0.1:{server.getsockname()[1]}", "--ray", timeout_s=2.0)
+    start = time.monotonic()
+    cmd = [sys.executable, "-m", "latencykernel", "search", "--model", "llama-3.1-8b-instruct", "--hardware", "h100"]
+    cmd += ["--isl", "64", "--osl", "8", "--tp", "1", "--concurrency", "1", "--ray", "bogus:1"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.startswith("error: --ray: cannot reach bogus:1 ("), r.stderr
+    assert time.monotonic() - start < 30

@@ -245,3 +245,154 @@ def test_pareto_keeps_exactly_the_undominated(points: list[tuple[int, int]]) -> 
         assert (i in chosen) == (not dominated and first_of_equals)
     assert [c.figures["x"] for c in front] == sorted((c.figures["x"] for c in front), reverse=True)
     assert all(math.isfinite(c.figures["y"]) for c in front)
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"workload": {"isl": 1024, "osl": 64, "concurrency": []}}, "workload.concurrency: no value"),
+        ({"workload": {"isl": 1024, "osl": 64, "request_rate": ()}}, "workload.request_rate: no value"),
+        ({"space": {"hardware": ["h200"], "tp": [2], "gpus": [3]}}, "space: no deployment .*gpus \\[3\\]"),
+        ({"space": {"hardware": ["h200"], "tp": [8], "expert_parallel": [True], "ep": [4]}}, "space: no deployment"),
+        ({"space": None}, "space: expected"),
+        ({"space": 5}, "space: expected"),
+        ({"seed": -1}, "seed: expected a whole number of at least 0"),
+        ({"seed": 1.5}, "seed"),
+        ({"seed": "x"}, "seed"),
+        ({"simulator": 5}, "simulator: expected"),
+        ({"simulator": "math:pi"}, "simulator: 'math:pi' is not a function"),
+    ],
+)
+def test_arguments_that_mean_nothing_are_refused_up_front(kw: dict[str, Any], match: str) -> None:
+    """Guards review A7, A10 and A12: an empty load list or a space without a deployment gave
+    "0 candidates" with no error; ``seed=-1`` aborted the search half-way with numpy's raw
+    ValueError; ``load_space(None | 5)`` and ``simulator=5`` raised raw TypeErrors. Each is now
+    refused before any work, naming the argument."""
+    args: dict[str, Any] = {"workload": WORKLOAD, "space": {"hardware": ["h200"], "tp": [8]}, "simulator": SIM}
+    args.update(kw)
+    seed = args.pop("seed", 0)
+    with pytest.raises(LatencyKernelError, match=match):
+        run(
+            "deepseek-v3",
+            args["workload"],
+            SLO,
+            args["space"],
+            executor="serial",
+            simulator=args["simulator"],
+            seed=seed,
+        )
+    if "workload" not in kw:
+        with pytest.raises(LatencyKernelError, match=match):
+            fewest_gpus(
+                "deepseek-v3",
+                4.0,
+                SLO,
+                args["space"],
+                isl=64,
+                osl=8,
+                executor="serial",
+                simulator=args["simulator"],
+                seed=seed,
+            )
+
+
+@pytest.mark.parametrize(
+    ("kw", "name"),
+    [
+        ({"isl": 0}, "isl: expected a whole number"),
+        ({"osl": -1}, "osl: expected a whole number"),
+        ({"isl": 1.5}, "isl: expected a whole number"),
+        ({"rate": -2.0}, "request_rate: expected a positive request rate"),
+        ({"max_replicas": 0}, "max_replicas: expected a whole number"),
+    ],
+)
+def test_fewest_gpus_checks_its_arguments(kw: dict[str, Any], name: str) -> None:
+    """Guards review A6: ``fewest_gpus(..., isl=0)`` returned an empty answer with no error;
+    each argument is refused under its own name (not as a ``workload.`` key it is not)."""
+    args = {"isl": 64, "osl": 8, "rate": 4.0, **kw}
+    rate = args.pop("rate")
+    with pytest.raises(LatencyKernelError, match=f"^{name}"):
+        fewest_gpus(
+            "deepseek-v3", rate, SLO, {"hardware": ["h200"], "tp": [8]}, executor="serial", simulator=SIM, **args
+        )
+
+
+def test_fewest_gpus_keeps_every_deployment_it_cannot_size() -> None:
+    """Guards review A6: a deployment that could not meet the SLO within ``max_replicas`` (and
+    a disaggregated one, which it does not size) vanished without a trace. Every deployment of
+    the space is now sized or refused once, the unsized ones with the targets they missed."""
+    sp = {
+        "hardware": ["h200"],
+        "tp": [4, 8],
+        "expert_parallel": [True],
+        "disaggregation": {"prefill": {"tp": [8]}, "decode": {"tp": [8]}},
+    }
+    r = fewest_gpus(
+        "deepseek-v3", 40.0, {"tpot": "1ms"}, sp, isl=1024, osl=512, executor="serial", simulator=SIM, max_replicas=4
+    )
+    assert r.deployments == 3 and not r.sizing
+    assert sorted(x.deployment.index for x in r.refusals) == [0, 1, 2]
+    by = {x.deployment.index: x for x in r.refusals}
+    assert by[2].setting == "disaggregation" and by[2].load is None
+    unsized = [x for x in r.refusals if x.setting == "max_replicas"]
+    assert unsized, r.refusals
+    for x in unsized:
+        assert "4 replicas at 10 requests/s each: misses tpot mean <= 1 ms" in x.reason
+        assert x.load is not None and x.load.request_rate == 10.0  # built, so not counted as unbuilt
+    assert r.as_dict()["built"] == 3 - sum(1 for x in r.refusals if x.load is None)
+
+
+def test_an_empty_slo_is_said() -> None:
+    """Guards review A5: with no SLO every unsaturated candidate "meets" and ``best`` is just
+    the cheapest, and nothing said so. The provenance now carries the note and an assumption."""
+    r = run("deepseek-v3", WORKLOAD, None, {"hardware": ["h200"], "tp": [8]}, executor="serial", simulator=SIM)
+    assert r.provenance["slo"] == {} and r.provenance["slo_note"] == "no SLO given: best is the cheapest"
+    assert ("slo", "none") in [a[:2] for a in r.provenance["assumptions"]]
+    priced = [c for c in r.candidates if not c.saturated]
+    assert r.best is not None and r.best.cost["usd_per_mtok"] == min(c.cost["usd_per_mtok"] for c in priced)
+    assert (
+        "slo_note"
+        not in run(
+            "deepseek-v3", WORKLOAD, SLO, {"hardware": ["h200"], "tp": [8]}, executor="serial", simulator=SIM
+        ).provenance
+    )
+
+
+def test_a_chip_without_a_price_is_said() -> None:
+    """Guards review A15: a chip the price table does not hold was left out of ``best``
+    without a word (its candidates meet the SLO at "—"); the provenance now names it."""
+    sp = {"hardware": ["gb300", "h100"], "tp": [1]}
+    r = run(
+        "llama-3.1-8b-instruct", {"isl": 128, "osl": 16, "concurrency": [1]}, None, sp, executor="serial", simulator=SIM
+    )
+    assert r.provenance["unpriced"] == {"gb300": "no price in the table; left out of best (give --prices)"}
+    assert any(c.deployment.hardware == "gb300" and c.meets_slo for c in r.candidates)
+    assert r.best is not None and r.best.deployment.hardware == "h100"
+    priced = run(
+        "llama-3.1-8b-instruct",
+        {"isl": 128, "osl": 16, "concurrency": [1]},
+        None,
+        sp,
+        executor="serial",
+        simulator=SIM,
+        prices={"gb300": 9.0},
+    )
+    assert priced.provenance["unpriced"] == {}
+
+
+def test_cost_has_one_home() -> None:
+    """Guards review C22 (the cost formula documented in ``prices.py`` but computed in
+    ``run.py``): ``prices.cost`` computes it, GPU-hours per million tokens need no price, and
+    no output means unknown per-token figures rather than infinite ones."""
+    from latencykernel.search.prices import Price, cost
+
+    p = Price(2.0, "test", "2026-12-01")
+    assert cost(p, 8, 1000.0) == {
+        "usd_per_gpu_hour": 2.0,
+        "cost_per_hour_usd": 16.0,
+        "gpu_hours_per_mtok": 8 / 1000.0 * 1e6 / 3600.0,
+        "usd_per_mtok": 8 / 1000.0 * 1e6 / 3600.0 * 2.0,
+    }
+    assert cost(None, 8, 1000.0)["gpu_hours_per_mtok"] == 8 / 1000.0 * 1e6 / 3600.0
+    assert cost(None, 8, 1000.0)["usd_per_mtok"] is None and cost(None, 8, 1000.0)["cost_per_hour_usd"] is None
+    assert cost(p, 8, 0.0)["usd_per_mtok"] is None and cost(p, 8, 0.0)["cost_per_hour_usd"] == 16.0

@@ -87,3 +87,38 @@ def test_disaggregated_figures_are_the_xpyd_simulation(result: object) -> None:
         )
         assert dict(c.figures) == figures(r, d.gpus)
         assert d.gpus == 1 + d.decode_workers
+
+
+def test_each_candidate_carries_the_simulations_assumptions(result: object) -> None:
+    """Guards review A5: the search kept only the figures of each ``ServingResult`` and dropped
+    what the run assumed (num_prompts 10 x concurrency, the step price, limits-derived caps);
+    each candidate's provenance now holds the run's own ``assumptions``, entry for entry."""
+    rows = [c for c in result.candidates if not c.deployment.disaggregated]  # type: ignore[attr-defined]
+    for c in rows:
+        d = c.deployment
+        k = lk.build("llama-3.1-8b-instruct", "h100", tp=d.layout.tp, max_num_seqs=d.max_num_seqs)
+        r = serving.simulate(k, serving.ClosedLoop(c.load.concurrency, 256, 32), seed=0)
+        assert r.assumptions
+        assert c.provenance["assumptions"] == tuple(tuple(str(x) for x in a) for a in r.assumptions)
+        assert "num_prompts" in {a[0] for a in c.provenance["assumptions"]}
+
+
+def test_the_command_prints_what_the_answer_assumed() -> None:
+    """Guards review A5 on the command line: the table showed figures without the defaults
+    behind them; under it the search's own assumptions and the best candidate's simulation
+    assumptions (serving's, by name and value) are printed."""
+    from typer.testing import CliRunner
+
+    from latencykernel.cli import _register, app
+
+    _register()
+    args = ["search", "--model", "llama-3.1-8b-instruct", "--hardware", "h100", "--isl", "128", "--osl", "16"]
+    out = CliRunner().invoke(app, [*args, "--concurrency", "4", "--tp", "1", "--tpot", "50ms", "--workers", "1"])
+    assert out.exit_code == 0, out.output
+    k = lk.build("llama-3.1-8b-instruct", "h100")
+    r = serving.simulate(k, serving.ClosedLoop(4, 128, 16), seed=0)
+    text = " ".join(out.output.split())
+    assert "assumed: fabric = ib-400g" in text
+    assert "the best's simulation assumed: " in text
+    for name, value, _ in r.assumptions[:3]:
+        assert f"{name}={value}" in text

@@ -79,3 +79,24 @@ def test_user_prices_override_only_their_chips(tmp_path: Path) -> None:
     for bad in ({"h200": -1}, {"h200": {"usd_per_gpu_hour": "cheap"}}, {"h200": {"usd": 3}}):
         with pytest.raises(DocumentError, match="h200"):
             load_prices(bad)
+
+
+def test_space_and_price_files_are_read_like_every_document(tmp_path: Path) -> None:
+    """Guards review C23/D15 (two copies of a YAML loader in search): both read files with
+    PyYAML's plain loader, which keeps the last of a duplicated key silently (``tp: [4]`` then
+    ``tp: [8]`` searched tp 8 only) and took a directory for an unreadable file. Both now use
+    the documents' reader: a duplicate key or a directory is refused naming the file; a table
+    that is neither a mapping nor a path is refused naming ``prices``."""
+    from latencykernel.search import load_space
+
+    space = tmp_path / "space.yaml"
+    space.write_text("hardware: [h200]\ntp: [4]\ntp: [8]\n")
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("prices:\n  h200: 2.0\n  h200: 3.0\n")
+    for load, f in ((load_space, space), (load_prices, prices)):
+        with pytest.raises(DocumentError, match=f"{f.name}.*duplicate key"):
+            load(f)  # type: ignore[operator]
+        with pytest.raises(DocumentError, match="is a directory"):
+            load(tmp_path)  # type: ignore[operator]
+    with pytest.raises(DocumentError, match="^prices: expected a price table"):
+        load_prices(5)  # type: ignore[arg-type]

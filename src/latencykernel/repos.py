@@ -271,13 +271,27 @@ class Repos:
         return sorted(p.relative_to(self.scenarios).as_posix() for p in self.scenarios.rglob("*.yaml") if p.is_file())
 
     def list_models(self) -> list[str]:
-        """Catalog model directories that hold a ``graph.yaml``."""
-        root = self.catalog / "models"
-        return sorted(d.name for d in root.iterdir() if (d / "graph.yaml").is_file()) if root.is_dir() else []
+        """Catalog model directories that hold a ``graph.yaml``; a catalog without a
+        ``models`` folder is refused (it is not a catalog, rather than one with no model)."""
+        root = self._catalog_folder("models")
+        return sorted(d.name for d in root.iterdir() if (d / "graph.yaml").is_file())
 
     def list_chips(self) -> list[str]:
-        """Catalog chip names (file stems under ``hardware``)."""
-        return _stems(self.catalog / "hardware")
+        """Catalog chip names (file stems under ``hardware``); a catalog without a
+        ``hardware`` folder is refused."""
+        return _stems(self._catalog_folder("hardware"))
+
+    def _catalog_folder(self, name: str) -> Path:
+        root = self.catalog / name
+        if not root.is_dir():
+            raise DocumentError(
+                f"catalog {str(self.catalog)!r}: no {name}/ folder, so it is not a blis-catalog checkout "
+                "(--catalog names the checkout's root)",
+                file=str(root),
+                key="catalog",
+                value=str(self.catalog),
+            )
+        return root
 
     def _model_dirs(self) -> list[str]:
         root = self.catalog / "models"

@@ -86,7 +86,7 @@ def anatomy_cmd(
 @takes_deployment
 def capacity_cmd(
     dep: Deployment,
-    tpot: str = typer.Option("50ms", "--tpot", help="Time-per-output-token target: 50ms, 0.05s, 200us."),
+    tpot: str = typer.Option("50ms", "--tpot", help="Time-per-output-token target, with a unit: 50ms, 0.05s, 200us."),
     context: str = typer.Option(
         "1024..32768", "--context", help="Context lengths: N..M (powers of two between), or N,M,..."
     ),

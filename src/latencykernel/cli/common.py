@@ -38,8 +38,9 @@ GIB = float(1 << 30)
 MIB = float(1 << 20)
 
 
-def Requests(default: int, help: str = "Decoding requests in the batch.") -> Any:  # noqa: N802 - an option factory
-    return typer.Option(default, "--requests", min=0, max=MAX_REQUESTS, help=help)
+def Requests(default: int, help: str = "Decoding requests in the batch.", least: int = 0) -> Any:  # noqa: N802 - an option factory
+    """``--requests``: at least ``least`` (0 where the batch may hold prefills only)."""
+    return typer.Option(default, "--requests", min=least, max=MAX_REQUESTS, help=help)
 
 
 def Context(default: int, help: str = "Tokens of context each decode reads.") -> Any:  # noqa: N802
@@ -347,27 +348,78 @@ def print_json(obj: Any) -> None:
     typer.echo(json.dumps(tidy(obj), indent=2, sort_keys=False))
 
 
+def parse_ints(text: str, option: str, *, lo: int = 1, hi: int = MAX_TOKENS) -> list[int]:
+    """``"1,8,64"`` as whole numbers in ``lo..hi``, in the order written; an empty item
+    (``"1,,4"``), a fraction (``"1.5"``) or no value is refused naming ``option``."""
+    out = []
+    for item in _items(text, option, "whole numbers"):
+        try:
+            v = int(item)
+        except ValueError:
+            kind = "a whole number" if _is_real(item) else "a number"
+            raise usage(f"{option} {text!r}: {item!r} is not {kind}") from None
+        if not lo <= v <= hi:
+            raise usage(f"{option} {text!r}: {v} is outside {lo}..{hi}")
+        out.append(v)
+    return out
+
+
+def parse_reals(text: str, option: str) -> list[float]:
+    """``"0.5,2,8"`` as positive finite numbers, in the order written (same refusals as
+    ``parse_ints``)."""
+    out = []
+    for item in _items(text, option, "numbers"):
+        if not _is_real(item):
+            raise usage(f"{option} {text!r}: {item!r} is not a number")
+        v = float(item)
+        if not (math.isfinite(v) and v > 0):
+            raise usage(f"{option} {text!r}: {item} must be positive and finite")
+        out.append(v)
+    return out
+
+
+def parse_names(text: str, option: str) -> list[str]:
+    """``"h200,b200"`` as names in the order written (same refusals as ``parse_ints``)."""
+    return _items(text, option, "names")
+
+
+def _items(text: str, option: str, what: str) -> list[str]:
+    items = [x.strip() for x in text.split(",")]
+    if not any(items):
+        raise usage(f"{option} {text!r} names no value; write {what} separated by commas, e.g. 1,4,16")
+    if not all(items):
+        raise usage(f"{option} {text!r}: an empty item; write {what} separated by commas, e.g. 1,4,16")
+    return items
+
+
+def _is_real(item: str) -> bool:
+    try:
+        float(item)
+    except ValueError:
+        return False
+    return True
+
+
 def parse_range(text: str, option: str, *, lo: int = 1, hi: int = MAX_TOKENS) -> list[int]:
     """``"1..256"`` (powers of two between), ``"1,8,64"`` or ``"4096"`` as a sorted list of ints."""
     t = text.replace(" ", "")
+    if not t:
+        raise usage(f"{option} {text!r} names no value")
+    if ".." not in t:
+        return sorted(set(parse_ints(t, option, lo=lo, hi=hi)))
+    a_s, b_s = t.split("..", 1)
     try:
-        if ".." in t:
-            a_s, b_s = t.split("..", 1)
-            a, b = int(a_s), int(b_s)
-            if a > b:
-                raise usage(f"{option} {text!r}: the range must run upwards")
-            out = []
-            v = a
-            while v < b:
-                out.append(v)
-                v = v * 2 if v > 0 else 1
-            out.append(b)
-        else:
-            out = [int(x) for x in t.split(",") if x]
+        a, b = int(a_s), int(b_s)
     except ValueError:
         raise usage(f"{option} {text!r} must be N, N,M,... or N..M (whole numbers)") from None
-    if not out:
-        raise usage(f"{option} {text!r} names no value")
+    if a > b:
+        raise usage(f"{option} {text!r}: the range must run upwards")
+    out = []
+    v = a
+    while v < b:
+        out.append(v)
+        v = v * 2 if v > 0 else 1
+    out.append(b)
     for v in out:
         if not lo <= v <= hi:
             raise usage(f"{option} {text!r}: {v} is outside {lo}..{hi}")
@@ -375,17 +427,12 @@ def parse_range(text: str, option: str, *, lo: int = 1, hi: int = MAX_TOKENS) ->
 
 
 def parse_seconds(text: str, option: str) -> float:
-    """``"50ms"``, ``"0.05s"``, ``"50 ms"``, ``"200us"`` as seconds (a bare number is ms)."""
-    t = text.strip().lower().replace(" ", "")
-    scale = 1e-3
-    for suffix, s in (("ms", 1e-3), ("us", 1e-6), ("µs", 1e-6), ("s", 1.0)):
-        if t.endswith(suffix):
-            t, scale = t[: -len(suffix)], s
-            break
+    """``"50ms"``, ``"0.05s"``, ``"50 ms"``, ``"200us"`` as seconds, at most an hour; a bare
+    number is refused ("write 50ms or 0.05s"): ``latencykernel.durations.parse_seconds``,
+    the parser ``search`` reads its targets with too."""
+    from latencykernel.durations import parse_seconds as seconds_of
+
     try:
-        v = float(t) * scale
-    except ValueError:
-        raise usage(f"{option} {text!r} must be a time such as 50ms or 0.05s") from None
-    if not math.isfinite(v) or v <= 0 or v > 3600:
-        raise usage(f"{option} {text!r} must be a positive time under an hour")
-    return v
+        return seconds_of(text, option, most_s=3600.0)
+    except LatencyKernelError as e:
+        raise usage(str(e)) from None

@@ -31,9 +31,11 @@ from latencykernel.cli.common import (
 def compare_cmd(
     a: str = typer.Argument(..., metavar="A", help="A scenario file, or MODEL@HARDWARE[:tp=8,dp=2,...]."),
     b: str = typer.Argument(..., metavar="B", help="A scenario file, or MODEL@HARDWARE[:tp=8,dp=2,...]."),
-    requests: int = Requests(32),
+    requests: int = Requests(32, least=1),
     context: int = Context(4096),
-    tpot: str | None = typer.Option(None, "--tpot", help="Also compare the largest batch meeting this TPOT (50ms)."),
+    tpot: str | None = typer.Option(
+        None, "--tpot", help="Also compare the largest batch meeting this TPOT, with a unit (50ms)."
+    ),
     decode_threshold: int = typer.Option(8, "--decode-threshold", min=0, max=MAX_TOKENS, help="Decode threshold."),
     concurrency: int | None = typer.Option(
         None, "--concurrency", min=1, max=MAX_REQUESTS, help="Also simulate serving both at this concurrency."

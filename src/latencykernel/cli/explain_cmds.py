@@ -30,10 +30,9 @@ from latencykernel.cli.common import (
 def _batches(text: str | None) -> list[int] | None:
     if text is None:
         return None
-    try:
-        return [int(x) for x in text.replace(" ", "").split(",") if x]
-    except ValueError:
-        raise typer.BadParameter(f"--batch {text!r} must be a comma-separated list of ints") from None
+    from latencykernel.cli.common import MAX_REQUESTS, parse_ints
+
+    return parse_ints(text, "--batch", lo=1, hi=MAX_REQUESTS)
 
 
 @app.command("explain")

@@ -47,6 +47,10 @@ def price_cmd(
     """
     from latencykernel.batch import RESOURCES, Batch
 
+    if requests == 0 and prefill == 0:
+        from latencykernel.cli.common import usage
+
+        raise usage("--requests 0 and no --prefill: the batch is empty; give --requests 1 or more, or --prefill")
     k = dep.kernel()
     scheduled = [1] * requests + ([prefill] if prefill else [])
     computed = [context - 1] * requests + ([0] if prefill else [])

@@ -9,38 +9,14 @@ from typing import Any
 import typer
 
 from latencykernel.cli import app
-from latencykernel.cli.common import Json, console, print_json
+from latencykernel.cli.common import Json, console, parse_ints, parse_names, parse_reals, parse_seconds, print_json
 from latencykernel.errors import LatencyKernelError
 
-SLO_OPT = typer.Option([], "--slo", help="More targets as KEY=VALUE, e.g. ttft_p99=2s (repeatable).")
+SLO_OPT = typer.Option([], "--slo", help="More targets as KEY=VALUE with a unit, e.g. ttft_p99=2s (repeatable).")
 SPACE_OPT = typer.Option(None, "--space", help="A space YAML (see docs/search.md).")
 PRICES_OPT = typer.Option(None, "--prices", help="A price table YAML over the default.")
 OUT_OPT = typer.Option(None, "-o", "--output", help="Save the chart (.png or .svg).")
 HTML_OPT = typer.Option(None, "--html", help="Write a self-contained HTML page of the search.")
-
-
-def _ints(text: str | None, setting: str) -> list[int] | None:
-    if text is None:
-        return None
-    try:
-        out = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise LatencyKernelError(
-            f"{setting} {text!r}: expected whole numbers separated by commas, e.g. 1,4,16"
-        ) from None
-    if not out:
-        raise LatencyKernelError(f"{setting} {text!r}: no value given")
-    return out
-
-
-def _floats(text: str, setting: str) -> list[float]:
-    try:
-        out = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise LatencyKernelError(f"{setting} {text!r}: expected numbers separated by commas, e.g. 2,8") from None
-    if not out:
-        raise LatencyKernelError(f"{setting} {text!r}: no value given")
-    return out
 
 
 def _space(
@@ -57,11 +33,10 @@ def _space(
     if space_file is not None:
         base = load_space(space_file).model_dump(exclude_unset=True)
     if hardware is not None:
-        base["hardware"] = [h.strip() for h in hardware.split(",") if h.strip()]
+        base["hardware"] = parse_names(hardware, "--hardware")
     for key, text in (("tp", tp), ("dp", dp), ("gpus", gpus)):
-        v = _ints(text, f"--{key}")
-        if v is not None:
-            base[key] = v
+        if text is not None:
+            base[key] = parse_ints(text, f"--{key}")
     if expert_parallel is not None:
         choice = {"off": [False], "on": [True], "both": [False, True]}.get(expert_parallel)
         if choice is None:
@@ -70,6 +45,22 @@ def _space(
     if "hardware" not in base:
         raise LatencyKernelError("--hardware: name at least one chip (e.g. h200,b200), or give --space FILE")
     return base
+
+
+def _targets(tpot: str | None, ttft: str | None, slo: list[str]) -> dict[str, float]:
+    """The SLO in seconds, each value read by the CLI's one duration parser (a unit is
+    required: ``--tpot 50`` is refused, as in ``capacity`` and ``compare``)."""
+    targets: dict[str, float] = {}
+    if tpot is not None:
+        targets["tpot"] = parse_seconds(tpot, "--tpot")
+    if ttft is not None:
+        targets["ttft"] = parse_seconds(ttft, "--ttft")
+    for item in slo:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise LatencyKernelError(f"--slo {item!r}: write KEY=VALUE, e.g. ttft_p99=2s")
+        targets[key.strip()] = parse_seconds(value.strip(), f"--slo {key.strip()}")
+    return targets
 
 
 def _ms(v: float) -> str:
@@ -124,6 +115,29 @@ def _refused_table(result: Any) -> Any:
     return t
 
 
+def _print_notes(con: Any, result: Any) -> None:
+    """What the answer rests on that the table does not show: no SLO, chips without a price."""
+    note = result.provenance.get("slo_note")
+    if note:
+        con.print(f"[yellow]{note}[/yellow]")
+    for chip, why in result.provenance.get("unpriced", {}).items():
+        con.print(f"[yellow]{chip}: {why}[/yellow]")
+
+
+def _print_assumed(con: Any, result: Any) -> None:
+    """The defaults the search took, and those the simulation of its answer took (``--json``
+    gives each with its reason, and every candidate's)."""
+    taken = [a for a in result.provenance.get("assumptions", ()) if a[0] != "slo"]
+    if taken:
+        con.print("assumed: " + "; ".join(f"{a[0]} = {a[1]}" for a in taken), markup=False)
+    answer = result.best if result.best is not None else (result.sizing[0] if result.sizing else None)
+    sim = answer.provenance.get("assumptions", ()) if answer is not None else ()
+    if sim:
+        pairs = ", ".join(f"{a[0]}={a[1]}" for a in dict((a[0], a) for a in sim).values())
+        what = "the best's" if result.best is not None else "the first sizing's"
+        con.print(f"{what} simulation assumed: {pairs} (--json: each with its reason)", markup=False)
+
+
 def _print_sizing(con: Any, result: Any, rate: float, as_json: bool, top: int) -> None:
     from rich.table import Table
 
@@ -145,8 +159,10 @@ def _print_sizing(con: Any, result: Any, rate: float, as_json: bool, top: int) -
             f"{cost['usd_per_mtok']:,.3f}" if cost["usd_per_mtok"] is not None else "—",
         )
     con.print(t)
+    _print_notes(con, result)
     if not result.sizing:
         con.print("[red]no deployment of the space serves that rate within the SLO[/red]")
+    _print_assumed(con, result)
     if result.refused:
         con.print(_refused_table(result))
 
@@ -162,8 +178,8 @@ def search_cmd(
     ),
     request_rate: str | None = typer.Option(None, "--request-rate", help="Open-loop request rates (req/s) instead."),
     num_prompts: int | None = typer.Option(None, "--num-prompts", min=1, help="Requests per load point."),
-    tpot: str | None = typer.Option(None, "--tpot", help="Mean TPOT limit (e.g. 50ms)."),
-    ttft: str | None = typer.Option(None, "--ttft", help="Mean TTFT limit (e.g. 2s)."),
+    tpot: str | None = typer.Option(None, "--tpot", help="Mean TPOT limit, with a unit: 50ms or 0.05s."),
+    ttft: str | None = typer.Option(None, "--ttft", help="Mean TTFT limit, with a unit: 2s or 2000ms."),
     slo: list[str] = SLO_OPT,
     space_file: Path | None = SPACE_OPT,
     tp: str | None = typer.Option(None, "--tp", help="Tensor-parallel widths, comma-separated."),
@@ -200,23 +216,18 @@ def search_cmd(
     if request_rate is not None:
         if concurrency is not None:
             raise LatencyKernelError("--concurrency and --request-rate: give one of them")
-        workload["request_rate"] = _floats(request_rate, "--request-rate")
+        workload["request_rate"] = parse_reals(request_rate, "--request-rate")
     else:
-        workload["concurrency"] = _ints(concurrency or "1,4,16,64,256", "--concurrency")
-    targets: dict[str, Any] = {}
-    if tpot is not None:
-        targets["tpot"] = tpot
-    if ttft is not None:
-        targets["ttft"] = ttft
-    for item in slo:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise LatencyKernelError(f"--slo {item!r}: write KEY=VALUE, e.g. ttft_p99=2s")
-        targets[key.strip()] = value.strip()
+        workload["concurrency"] = parse_ints(concurrency or "1,4,16,64,256", "--concurrency")
+    targets = _targets(tpot, ttft, slo)
     executor, address = "local", None
     if ray is not None:
         executor = "ray"
         address = None if ray == "local" else ray
+        if address is not None:
+            from latencykernel.search.executors import check_ray_address
+
+            check_ray_address(address, "--ray")
     for path, what in ((out, "-o"), (html_out, "--html")):
         if path is not None and not path.parent.is_dir():
             raise LatencyKernelError(f"{what} {str(path)!r}: the directory {str(path.parent)!r} does not exist")
@@ -300,6 +311,7 @@ def search_cmd(
         f"engine rules vLLM {result.provenance['engine_behaviour_version']}"
     )
     con.print(_front_table(result, top))
+    _print_notes(con, result)
     b = result.best
     if b is None:
         con.print("[red]no deployment meets the SLO[/red]")
@@ -311,6 +323,7 @@ def search_cmd(
             f"TTFT p99 {_ms(f['ttft_p99_s'])} ms, TPOT mean {_ms(f['tpot_mean_s'])} ms "
             f"(price: {b.provenance['cost']})"
         )
+    _print_assumed(con, result)
     if result.refused:
         con.print(_refused_table(result))
     for path in (out, html_out):

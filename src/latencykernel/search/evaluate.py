@@ -220,7 +220,13 @@ def resolve_simulator(sim: str | Simulator | None) -> Simulator:
             fn = getattr(importlib.import_module(mod), name)
         except (ImportError, AttributeError) as e:
             raise LatencyKernelError(f"simulator: {sim!r} cannot be imported ({e})") from None
+        if not callable(fn):
+            raise LatencyKernelError(f"simulator: {sim!r} is not a function (got {type(fn).__name__})")
         return fn  # type: ignore[no-any-return]
+    if not callable(sim):
+        raise LatencyKernelError(
+            f"simulator: expected 'module:function' or a callable (kernels, deployment, load_point, seed), got {sim!r}"
+        )
     return sim
 
 
@@ -245,7 +251,8 @@ def figures(result: Any, gpus: int) -> dict[str, float]:
 # An outcome, plain data:
 #   ("refused", index, setting, message)                     the deployment would not start
 #   ("built", index, (evidenced, total, assumed names), rows) rows per load point, each
-#       ("ok", figures, saturated) or ("refused", setting, message)
+#       ("ok", figures, saturated, assumptions) or ("refused", setting, message), where
+#       assumptions are the simulation's own (name, value, reason) defaults (``res.assumptions``)
 Outcome = tuple[Any, ...]
 
 
@@ -266,8 +273,14 @@ def evaluate_one(docs: Documents, dep: Deployment, loads: Sequence[LoadPoint], s
         except LatencyKernelError as e:
             rows.append(("refused", _setting(e), str(e)))
             continue
-        rows.append(("ok", figures(res, dep.gpus), bool(getattr(res, "saturated", False))))
+        rows.append(("ok", figures(res, dep.gpus), bool(getattr(res, "saturated", False)), run_assumptions(res)))
     return ("built", dep.index, evidence, rows)
+
+
+def run_assumptions(result: Any) -> tuple[tuple[str, ...], ...]:
+    """The defaults a simulation took (``ServingResult.assumptions``: name, value, reason) as
+    plain data; a simulator whose result has none gives ()."""
+    return tuple(tuple(str(x) for x in a) for a in getattr(result, "assumptions", None) or ())
 
 
 def _evidence(kernels: Sequence[Kernel]) -> tuple[int, int, tuple[str, ...]]:
@@ -311,7 +324,8 @@ class SizeJob(Job):
     holds when latency does not fall as the offered rate grows.
 
     Outcome: ("refused", ...) as ``evaluate_one``, or ("sized", index, evidence, replicas or
-    0 when even ``max_replicas`` miss, figures at that count or None, probes)."""
+    0 when even ``max_replicas`` miss, figures at that count or None, probes, why
+    ``max_replicas`` miss or "", the simulation's assumptions at that count)."""
 
     isl: Any
     osl: Any
@@ -329,32 +343,35 @@ class SizeJob(Job):
         except LatencyKernelError as e:
             return ("refused", dep.index, _setting(e), str(e))
         evidence = _evidence(kernels)
-        memo: dict[int, tuple[bool, dict[str, float] | None, str]] = {}
+        Probe = tuple[bool, dict[str, float] | None, str, tuple[tuple[str, ...], ...]]
+        memo: dict[int, Probe] = {}
 
-        def probe(r: int) -> tuple[bool, dict[str, float] | None, str]:
+        def probe(r: int) -> Probe:
             if r not in memo:
                 load = LoadPoint(self.isl, self.osl, request_rate=self.request_rate / r, num_prompts=self.num_prompts)
                 try:
                     res = sim(kernels, dep, load, self.seed)
                 except LatencyKernelError as e:
-                    memo[r] = (False, None, str(e))
+                    memo[r] = (False, None, str(e), ())
                     return memo[r]
                 figs = figures(res, dep.gpus)
                 # the replica's figures; throughput and GPUs are scaled to r replicas by the caller
                 sat = bool(getattr(res, "saturated", False))
-                memo[r] = (not sat and not self.slo.misses(figs), figs, "saturated" if sat else "")
+                misses = self.slo.misses(figs)
+                why = "saturated (the queue grows without bound)" if sat else "misses " + "; ".join(misses)
+                memo[r] = (not sat and not misses, figs, "" if not sat and not misses else why, run_assumptions(res))
             return memo[r]
 
         lo, hi = 1, self.max_replicas
         if not probe(hi)[0]:
-            return ("sized", dep.index, evidence, 0, None, len(memo), probe(hi)[2])
+            return ("sized", dep.index, evidence, 0, None, len(memo), probe(hi)[2], ())
         while lo < hi:
             mid = (lo + hi) // 2
             if probe(mid)[0]:
                 hi = mid
             else:
                 lo = mid + 1
-        return ("sized", dep.index, evidence, lo, probe(lo)[1], len(memo), "")
+        return ("sized", dep.index, evidence, lo, probe(lo)[1], len(memo), "", probe(lo)[3])
 
 
 def evaluate_chunk(

@@ -23,7 +23,7 @@ from latencykernel.errors import LatencyKernelError
 from latencykernel.search.evaluate import Documents, Job, Outcome
 from latencykernel.search.space import Deployment
 
-__all__ = ["EXECUTORS", "chunks_of", "map_chunks"]
+__all__ = ["EXECUTORS", "chunks_of", "map_chunks", "check_ray_address"]
 
 EXECUTORS = ("serial", "local", "ray")
 Progress = Callable[[int, int], None]
@@ -97,6 +97,44 @@ def _run_local(
 
 # ----------------------------------------------------------------------------- ray
 
+CONNECT_TIMEOUT_S = 5.0  # how long a Ray address may take to answer before it is called unreachable
+
+
+def check_ray_address(address: str, setting: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Refuse a Ray address that does not answer within ``timeout_s``: its host must resolve
+    and its port accept a TCP connection. ``ray.init`` itself retries an unreachable GCS for
+    a minute or more, which looks like a hang. ``"auto"`` (the cluster this machine belongs
+    to) is left to Ray, which answers at once when there is none."""
+    import socket
+    import threading
+
+    if address == "auto":
+        return
+    rest = address.split("://", 1)[1] if "://" in address else address
+    host, sep, port_s = rest.rstrip("/").rpartition(":")
+    if not sep or not host or not port_s.isdigit():
+        raise LatencyKernelError(f"{setting}: cannot reach {address} (write HOST:PORT, ray://HOST:PORT or auto)")
+    host = host.strip("[]")
+    found: list[BaseException | None] = []
+
+    def connect() -> None:
+        try:
+            socket.create_connection((host, int(port_s)), timeout=timeout_s).close()
+            found.append(None)
+        except (OSError, ValueError, OverflowError) as e:
+            found.append(e)
+
+    # the name lookup has no timeout of its own: bound the whole connect by a daemon thread
+    t = threading.Thread(target=connect, daemon=True)
+    t.start()
+    t.join(timeout_s + 0.5)
+    if not found:
+        raise LatencyKernelError(f"{setting}: cannot reach {address} (no answer within {timeout_s:g} s)")
+    if found[0] is not None:
+        e = found[0]
+        why = getattr(e, "strerror", None) or str(e) or type(e).__name__
+        raise LatencyKernelError(f"{setting}: cannot reach {address} ({why})")
+
 
 def _ray_chunk(ref_box: list[Any], chunk: list[Deployment], job: Job) -> list[Outcome]:
     """One Ray task. ``ref_box`` holds the documents' object reference inside a list, so Ray
@@ -134,7 +172,13 @@ def _run_ray(
             here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
             path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
             kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": path}}
-        ray.init(address=address, include_dashboard=False, log_to_driver=False, **kwargs)
+        if address is not None:
+            check_ray_address(address, "ray_address")
+        try:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False, **kwargs)
+        except (ConnectionError, RuntimeError, ValueError, TimeoutError) as e:
+            where = "a local Ray instance" if address is None else address
+            raise LatencyKernelError(f"ray_address: cannot start or join {where} ({e})") from None
         started = True
     try:
         n = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))

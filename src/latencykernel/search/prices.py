@@ -3,11 +3,7 @@ its public source and date) and a user's table over it.
 
 A user table is YAML of the same shape (``prices: {chip: {usd_per_gpu_hour: 3.1, source:
 ..., date: ...}}``) or a plain ``{chip: price}`` mapping; its chips replace the default's, and
-the others keep the default. Cost figures:
-
-    cost_per_hour_usd      = gpus × usd_per_gpu_hour
-    gpu_hours_per_mtok     = gpus / output_tokens_per_s × 1e6 / 3600
-    usd_per_mtok           = gpu_hours_per_mtok × usd_per_gpu_hour
+the others keep the default. The cost figures of a deployment are ``cost`` below.
 """
 
 from __future__ import annotations
@@ -21,7 +17,7 @@ from typing import Any
 
 from latencykernel.errors import DocumentError
 
-__all__ = ["Price", "PriceTable", "load_prices", "DEFAULT_PRICES_FILE"]
+__all__ = ["Price", "PriceTable", "load_prices", "cost", "DEFAULT_PRICES_FILE"]
 
 DEFAULT_PRICES_FILE = Path(__file__).resolve().parents[1] / "data" / "prices" / "gpu-hour.yaml"
 
@@ -73,16 +69,17 @@ def _read(source: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[dict[str,
     if isinstance(source, Mapping):
         data: Any = source
         file = "<memory>"
-    else:
-        import yaml
+    elif isinstance(source, str | os.PathLike):
+        from latencykernel.documents.yaml_loader import read_yaml
 
         file = str(source)
-        try:
-            data = yaml.safe_load(Path(source).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise DocumentError(f"{file}: file not found", file=file) from None
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
-            raise DocumentError(f"{file}: cannot be read as YAML ({e})", file=file) from None
+        data = read_yaml(source)  # the documents' reader: a DocumentError naming the file and place
+    else:
+        raise DocumentError(
+            f"prices: expected a price table (a mapping or a YAML file path), got {source!r}",
+            key="prices",
+            value=source,
+        )
     if not isinstance(data, Mapping):
         raise DocumentError(f"{file}: expected a mapping of chip prices", file=file)
     table = data.get("prices", data) if "prices" in data else data
@@ -101,3 +98,31 @@ def load_prices(user: str | os.PathLike[str] | Mapping[str, Any] | PriceTable | 
         prices.update(mine)
         files.append(ufile)
     return PriceTable(dict(sorted(prices.items())), tuple(files))
+
+
+def cost(price: Price | None, gpus: int, output_tokens_per_s: float) -> dict[str, float | None]:
+    """What ``gpus`` GPUs of one chip cost, in all and per million output tokens:
+
+        cost_per_hour_usd      = gpus × usd_per_gpu_hour
+        gpu_hours_per_mtok     = gpus / output_tokens_per_s × 1e6 / 3600
+        usd_per_mtok           = gpu_hours_per_mtok × usd_per_gpu_hour
+
+    With no price for the chip, the dollar figures are None; with no output to price them
+    by (``output_tokens_per_s`` not positive), the per-token figures are None: unknown, not
+    infinite."""
+    usd = None if price is None else price.usd_per_gpu_hour
+    per_hour = None if usd is None else gpus * usd
+    if not output_tokens_per_s > 0:
+        return {
+            "usd_per_gpu_hour": usd,
+            "cost_per_hour_usd": per_hour,
+            "gpu_hours_per_mtok": None,
+            "usd_per_mtok": None,
+        }
+    gpu_hours_per_mtok = gpus / output_tokens_per_s * 1e6 / 3600.0
+    return {
+        "usd_per_gpu_hour": usd,
+        "cost_per_hour_usd": per_hour,
+        "gpu_hours_per_mtok": gpu_hours_per_mtok,
+        "usd_per_mtok": None if usd is None else gpu_hours_per_mtok * usd,
+    }

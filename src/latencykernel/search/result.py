@@ -27,7 +27,8 @@ class Candidate:
     provenance:   which figures rest on what: ``latency`` and ``throughput`` list the assumed
                   values (``Kernel.evidence()``) the step prices behind them rest on, ``cost``
                   the price table entry's source and date; ``evidenced`` is (values resting on
-                  evidence, all values) of the deployment's kernels
+                  evidence, all values) of the deployment's kernels; ``assumptions`` the
+                  (name, value, reason) defaults the simulation took (``ServingResult.assumptions``)
     """
 
     index: int
@@ -97,7 +98,8 @@ class RefusalGroup:
 class Sizing:
     """The answer to "fewest GPUs for a request rate": ``replicas`` copies of ``deployment``
     (``gpus`` in all), each at ``request_rate / replicas``; ``figures`` are one replica's at that
-    share (latencies) with throughputs scaled to the whole."""
+    share (latencies) with throughputs scaled to the whole; ``provenance`` as a
+    ``Candidate``'s, its ``assumptions`` those of the simulation at that share."""
 
     deployment: Deployment
     replicas: int
@@ -145,6 +147,7 @@ class SearchResult:
                     "request_rate": s.request_rate,
                     "figures": dict(s.figures),
                     "cost": dict(s.cost),
+                    "provenance": {k: (list(v) if isinstance(v, tuple) else v) for k, v in s.provenance.items()},
                 }
                 for s in self.sizing
             ],

@@ -10,9 +10,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from latencykernel.errors import LatencyKernelError
-from latencykernel.search.evaluate import POISSON_PROMPTS, EvaluateJob, LoadPoint, SizeJob, prepare
+from latencykernel.search.evaluate import POISSON_PROMPTS, EvaluateJob, LoadPoint, SizeJob, prepare, resolve_simulator
 from latencykernel.search.executors import map_chunks
-from latencykernel.search.prices import PriceTable, load_prices
+from latencykernel.search.prices import PriceTable, cost, load_prices
 from latencykernel.search.result import Candidate, Refusal, SearchResult, Sizing, group_refusals, pareto
 from latencykernel.search.slo import Slo, parse_slo
 from latencykernel.search.space import Deployment, Space, deployments, load_space
@@ -22,20 +22,31 @@ __all__ = ["run", "fewest_gpus", "load_points"]
 Progress = Callable[[int, int], None]
 
 
-def _whole(value: Any, setting: str, low: int = 1) -> int:
+def _whole(value: Any, setting: str, low: int = 1, where: str = "workload.") -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise LatencyKernelError(f"workload.{setting}: expected a whole number of at least {low}, got {value!r}")
+        raise LatencyKernelError(f"{where}{setting}: expected a whole number of at least {low}, got {value!r}")
     return value
 
 
-def _rate(value: Any, setting: str) -> float:
+def _seed(value: Any) -> int:
+    """The simulation's seed: a whole number of at least 0 (numpy's rule), checked before any
+    work so one bad seed does not abort the search half-way."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise LatencyKernelError(f"seed: expected a whole number of at least 0, got {value!r}")
+    return value
+
+
+def _rate(value: Any, setting: str, where: str = "workload.") -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-        raise LatencyKernelError(f"workload.{setting}: expected a positive request rate (requests/s), got {value!r}")
+        raise LatencyKernelError(f"{where}{setting}: expected a positive request rate (requests/s), got {value!r}")
     return float(value)
 
 
-def _listed(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, list | tuple) else [value]
+def _listed(value: Any, setting: str = "workload") -> list[Any]:
+    out = list(value) if isinstance(value, list | tuple) else [value]
+    if not out:
+        raise LatencyKernelError(f"{setting}: no value (give at least one)")
+    return out
 
 
 def load_points(workload: Any) -> tuple[LoadPoint, ...]:
@@ -61,11 +72,11 @@ def load_points(workload: Any) -> tuple[LoadPoint, ...]:
                 "workload: give exactly one of concurrency (closed loop) or request_rate (open loop, requests/s)"
             )
         if has_c:
-            cs = [_whole(c, "concurrency") for c in _listed(workload["concurrency"])]
+            cs = [_whole(c, "concurrency") for c in _listed(workload["concurrency"], "workload.concurrency")]
             return tuple(LoadPoint(isl, osl, concurrency=c, num_prompts=n) for c in cs)
-        rs = [_rate(r, "request_rate") for r in _listed(workload["request_rate"])]
+        rs = [_rate(r, "request_rate") for r in _listed(workload["request_rate"], "workload.request_rate")]
         return tuple(LoadPoint(isl, osl, request_rate=r, num_prompts=n) for r in rs)
-    items = _listed(workload)
+    items = list(workload) if isinstance(workload, list | tuple) else [workload]
     out = []
     for w in items:
         c = getattr(w, "concurrency", None)
@@ -81,24 +92,11 @@ def load_points(workload: Any) -> tuple[LoadPoint, ...]:
 
 
 def _cost(dep: Deployment, figs: Mapping[str, float], prices: PriceTable, scale: int = 1) -> dict[str, float | None]:
-    p = prices.get(dep.hardware)
-    gpus = dep.gpus * scale
-    tps = figs.get("output_tokens_per_s", 0.0)
-    if p is None or not tps > 0:
-        # no price for the chip, or no output to price it by: the cost is unknown, not infinite
-        return {
-            "usd_per_gpu_hour": None if p is None else p.usd_per_gpu_hour,
-            "cost_per_hour_usd": None if p is None else gpus * p.usd_per_gpu_hour,
-            "gpu_hours_per_mtok": None,
-            "usd_per_mtok": None,
-        }
-    gh = gpus / tps * 1e6 / 3600.0
-    return {
-        "usd_per_gpu_hour": p.usd_per_gpu_hour,
-        "cost_per_hour_usd": gpus * p.usd_per_gpu_hour,
-        "gpu_hours_per_mtok": gh,
-        "usd_per_mtok": gh * p.usd_per_gpu_hour,
-    }
+    return cost(prices.get(dep.hardware), dep.gpus * scale, figs.get("output_tokens_per_s", 0.0))
+
+
+NO_SLO = "no SLO given: best is the cheapest"
+NO_SLO_SIZING = "no SLO given: the fewest GPUs that are not saturated"
 
 
 def _provenance(evidence: tuple[int, int, tuple[str, ...]], dep: Deployment, prices: PriceTable) -> dict[str, Any]:
@@ -111,33 +109,56 @@ def _provenance(evidence: tuple[int, int, tuple[str, ...]], dep: Deployment, pri
     }
 
 
+def unpriced(hardware: Sequence[str], prices: PriceTable) -> dict[str, str]:
+    """The chips of a space the price table has no entry for, each with what that means."""
+    return {
+        hw: "no price in the table; left out of best (give --prices)"
+        for hw in dict.fromkeys(hardware)
+        if prices.get(hw) is None
+    }
+
+
 def _run_record(
-    model: str, space: Space, loads: Sequence[LoadPoint], slo: Slo, prices: PriceTable, docs: Any, **kw: Any
+    model: str,
+    space: Space,
+    loads: Sequence[LoadPoint],
+    slo: Slo,
+    prices: PriceTable,
+    docs: Any,
+    no_slo: str = NO_SLO,
+    **kw: Any,
 ) -> dict[str, Any]:
     from latencykernel import __version__
     from latencykernel.resolve.settings import ENGINE_BEHAVIOUR_COMMIT, ENGINE_BEHAVIOUR_VERSION
 
     space_json = space.model_dump(mode="json")
     return {
-        "assumptions": _assumptions(space, loads, prices),
+        "assumptions": _assumptions(space, loads, slo, prices, no_slo),
         "latencykernel": __version__,
         "engine_behaviour_version": ENGINE_BEHAVIOUR_VERSION,
         "engine_behaviour_commit": ENGINE_BEHAVIOUR_COMMIT,
         "model": model,
         "documents": docs.files(),
         "prices": list(prices.files),
+        "unpriced": unpriced(space.hardware, prices),
         "space": space_json,
         "space_sha256": hashlib.sha256(json.dumps(space_json, sort_keys=True).encode()).hexdigest(),
         "loads": [lp.label() for lp in loads],
         "slo": slo.as_dict(),
+        **({} if slo.targets else {"slo_note": no_slo}),
         **kw,
     }
 
 
-def _assumptions(space: Space, loads: Sequence[LoadPoint], prices: PriceTable) -> list[tuple[str, str, str]]:
+def _assumptions(
+    space: Space, loads: Sequence[LoadPoint], slo: Slo, prices: PriceTable, no_slo: str = NO_SLO
+) -> list[tuple[str, str, str]]:
     """Every default the search took for the user, as (name, value, reason); the kernels' and
-    the simulation's own defaults are in each kernel's ``assumptions()`` and each run's."""
+    the simulation's own defaults are in each kernel's ``assumptions()`` and each candidate's
+    ``provenance["assumptions"]``."""
     out = []
+    if not slo.targets:
+        out.append(("slo", "none", no_slo + " (every unsaturated candidate meets an empty SLO)"))
     if "fabric" not in space.model_fields_set and space.fabric is not None:
         out.append(("fabric", space.fabric, "unstated; the network between nodes for layouts wider than a node"))
     for key in ("tp", "expert_parallel"):
@@ -166,6 +187,32 @@ def _front_ttft_key(slo: Slo) -> str:
     return "ttft_mean_s"
 
 
+def _empty_space(sp: Space) -> LatencyKernelError:
+    why = []
+    if sp.gpus is not None:
+        why.append(f"gpus {sp.gpus} is no tp x dp of tp {sp.tp}" + (f" and dp {sp.dp}" if sp.dp is not None else ""))
+    if sp.ep is not None:
+        why.append(f"the ep filter {sp.ep} keeps no expert-parallel layout")
+    return LatencyKernelError("space: no deployment" + (f" ({'; or '.join(why)})" if why else ""))
+
+
+def _prologue(
+    space: Any, slo: Any, prices: Any, seed: Any, simulator: Any
+) -> tuple[Space, Slo, PriceTable, list[Deployment]]:
+    """What ``run`` and ``fewest_gpus`` check and read before any deployment is built: the
+    space (and that it holds a deployment), the SLO, the prices, the seed and the simulator
+    (a Ray address is checked where Ray is joined, ``executors.check_ray_address``)."""
+    sp = load_space(space)
+    target = parse_slo(slo)
+    table = load_prices(prices)
+    _seed(seed)
+    resolve_simulator(simulator)
+    deps = deployments(sp)
+    if not deps:
+        raise _empty_space(sp)
+    return sp, target, table, deps
+
+
 def run(
     model: str,
     workload: Any,
@@ -187,15 +234,19 @@ def run(
     model:        catalog name or Hugging Face id (what ``lk.build`` accepts)
     workload:     ``{"isl", "osl", "concurrency": [...]}`` or ``{..., "request_rate": [...]}``
                   or serving workloads (``load_points``)
-    slo:          ``{"tpot": 0.05, "ttft_p99": "2s"}`` (``parse_slo``)
+    slo:          ``{"tpot": 0.05, "ttft_p99": "2s"}``: a number is seconds, a string needs
+                  a unit (``parse_slo``); None or empty: no target, ``best`` is the cheapest
+                  unsaturated candidate (recorded in the provenance)
     space:        a ``Space``, a mapping or a YAML file (``load_space``)
     executor:     ``"local"`` (every core, processes), ``"ray"`` or ``"serial"``
     workers:      processes (local; default every core) or chunks in flight (ray; default
                   the cluster's CPUs)
     ray_address:  an existing Ray cluster (``"auto"``, ``"ray://host:10001"``); None starts a
                   local instance when Ray is not initialised yet
-    prices:       a price table (file or mapping) over the default (``load_prices``)
-    seed:         the serving simulation's seed (the same for every candidate)
+    prices:       a price table (file or mapping) over the default (``load_prices``); a
+                  chip without a price is left out of ``best`` (``provenance["unpriced"]``)
+    seed:         the serving simulation's seed (the same for every candidate), a whole
+                  number of at least 0
     simulator:    ``"module:function"`` or a picklable callable ``(kernels, deployment,
                   load_point, seed) -> ServingResult``; default ``latencykernel.serving``
     progress:     called with (deployments done, deployments in all)
@@ -203,11 +254,8 @@ def run(
     The result is the same whatever the executor and worker count: same candidates, same
     order, same figures.
     """
-    sp = load_space(space)
     loads = load_points(workload)
-    target = parse_slo(slo)
-    table = load_prices(prices)
-    deps = deployments(sp)
+    sp, target, table, deps = _prologue(space, slo, prices, seed, simulator)
     docs = prepare(model, sp, repos)
     job = EvaluateJob(loads, seed, simulator)
     outcomes = map_chunks(executor, docs, deps, job, workers=workers, ray_address=ray_address, progress=progress)
@@ -223,11 +271,20 @@ def run(
             if row[0] == "refused":
                 refusals.append(Refusal(dep, loads[j], row[1], row[2]))
                 continue
-            figs, saturated = row[1], row[2]
+            figs, saturated, assumed = row[1], row[2], row[3]
             misses = target.misses(figs) + (("saturated",) if saturated else ())
             candidates.append(
                 Candidate(
-                    dep.index, j, dep, loads[j], figs, _cost(dep, figs, table), not misses, misses, saturated, prov
+                    dep.index,
+                    j,
+                    dep,
+                    loads[j],
+                    figs,
+                    _cost(dep, figs, table),
+                    not misses,
+                    misses,
+                    saturated,
+                    {**prov, "assumptions": assumed},
                 )
             )
     steady = [c for c in candidates if not c.saturated]
@@ -274,27 +331,42 @@ def fewest_gpus(
     """The inverse question: for each colocated deployment of ``space``, the fewest replicas
     (each a random router's equal share of a Poisson stream at ``request_rate``) that meet
     ``slo``; ``sizing`` lists them fewest GPUs first (then lowest cost, then space order) and
-    ``best`` is None (a sizing is not a load point). Deployments that cannot serve the rate
-    within ``max_replicas`` replicas are left out of ``sizing``."""
-    rate = _rate(request_rate, "request_rate")
-    _whole(max_replicas, "max_replicas")
-    sp = load_space(space)
-    target = parse_slo(slo)
-    table = load_prices(prices)
-    deps = [d for d in deployments(sp) if not d.disaggregated]
+    ``best`` is None (a sizing is not a load point). A deployment that cannot serve the rate
+    within ``max_replicas`` replicas is a refusal (setting ``max_replicas``, with what it
+    missed at that count), and a disaggregated one a refusal (setting ``disaggregation``):
+    nothing of the space is dropped without a reason. Arguments as ``run``'s; ``isl``,
+    ``osl``, ``max_replicas`` and ``num_prompts`` are whole numbers of at least 1."""
+    rate = _rate(request_rate, "request_rate", where="")
+    isl = _whole(isl, "isl", where="")
+    osl = _whole(osl, "osl", where="")
+    _whole(max_replicas, "max_replicas", where="")
+    if num_prompts is not None:
+        _whole(num_prompts, "num_prompts", where="")
+    sp, target, table, every = _prologue(space, slo, prices, seed, simulator)
+    deps = [d for d in every if not d.disaggregated]
+    if not deps:
+        raise LatencyKernelError("space: fewest_gpus sizes colocated deployments, and this space has none")
     docs = prepare(model, sp, repos)
     job = SizeJob(isl, osl, rate, target, max_replicas, num_prompts, seed, simulator)
     outcomes = map_chunks(executor, docs, deps, job, workers=workers, ray_address=ray_address, progress=progress)
     pos = {d.index: d for d in deps}
-    refusals: list[Refusal] = []
+    refusals: list[Refusal] = [
+        Refusal(d, None, "disaggregation", "fewest_gpus sizes colocated deployments only")
+        for d in every
+        if d.disaggregated
+    ]
     sizing: list[Sizing] = []
+    at_most = LoadPoint(isl, osl, request_rate=rate / max_replicas, num_prompts=num_prompts)
     for out in outcomes:
         dep = pos[out[1]]
         if out[0] == "refused":
             refusals.append(Refusal(dep, None, out[2], out[3]))
             continue
-        _, _, evidence, replicas, figs, _probes, _why = out
+        _, _, evidence, replicas, figs, _probes, why, assumed = out
         if replicas == 0 or figs is None:
+            # the reason leaves the deployment out (the refusal names it), so like refusals group
+            reason = f"{max_replicas} replicas at {rate / max_replicas:g} requests/s each: {why}"
+            refusals.append(Refusal(dep, at_most, "max_replicas", reason))
             continue
         whole = dict(figs)
         for key in ("request_throughput_per_s", "output_tokens_per_s"):
@@ -307,11 +379,12 @@ def fewest_gpus(
                 rate,
                 whole,
                 _cost(dep, whole, table, scale=replicas),
-                _provenance(evidence, dep, table),
+                {**_provenance(evidence, dep, table), "assumptions": assumed},
             )
         )
     inf = float("inf")
     sizing.sort(key=lambda s: (s.gpus, s.cost["cost_per_hour_usd"] or inf, s.deployment.index))
+    refusals.sort(key=lambda r: r.deployment.index)
     record = _run_record(
         docs.model,
         sp,
@@ -319,8 +392,9 @@ def fewest_gpus(
         target,
         table,
         docs,
+        NO_SLO_SIZING,
         seed=seed,
         simulator=_sim_name(simulator),
         max_replicas=max_replicas,
     )
-    return SearchResult((), tuple(refusals), group_refusals(refusals), (), (), None, len(deps), record, tuple(sizing))
+    return SearchResult((), tuple(refusals), group_refusals(refusals), (), (), None, len(every), record, tuple(sizing))

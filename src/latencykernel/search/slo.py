@@ -2,49 +2,25 @@
 
 A key is a metric (``ttft``, ``tpot``, ``itl``, ``e2el``) optionally followed by a statistic
 (``_mean``, ``_median``, ``_p90``, ``_p95``, ``_p99``); a bare metric means its mean, as
-``vllm bench serve --goodput`` reads a bare metric. A value is seconds (a number) or a string
-with a unit (``"50ms"``, ``"2s"``, ``"1500us"``). A target is met when the figure is at most
-the limit.
+``vllm bench serve --goodput`` reads a bare metric. A value is seconds when it is a number
+(``0.05``), or a string with a unit (``"50ms"``, ``"2s"``, ``"1500us"``); a string without a
+unit (``"50"``) is refused (``latencykernel.durations.parse_seconds``, the parser the CLI
+uses too). A target is met when the figure is at most the limit.
 """
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from latencykernel.durations import parse_seconds
 from latencykernel.errors import LatencyKernelError
 
 __all__ = ["Target", "Slo", "parse_slo", "parse_seconds", "METRICS", "STATISTICS"]
 
 METRICS = ("ttft", "tpot", "itl", "e2el")
 STATISTICS = ("mean", "median", "p90", "p95", "p99")
-# (multiply, divide): dividing by 1e3 rather than multiplying by 1e-3 keeps "800us" exactly 0.0008
-_UNITS = {"s": (1.0, 1.0), "ms": (1.0, 1e3), "us": (1.0, 1e6), "µs": (1.0, 1e6), "min": (60.0, 1.0)}
-_VALUE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(s|ms|us|µs|min)?\s*$")
-
-
-def parse_seconds(value: Any, setting: str) -> float:
-    """Seconds from a number or ``"<number><unit>"`` (s, ms, us, min); positive and finite."""
-    if isinstance(value, bool):
-        raise LatencyKernelError(f"{setting}: expected seconds or a duration like '50ms', got {value!r}")
-    if isinstance(value, int | float):
-        seconds = float(value)
-    elif isinstance(value, str):
-        m = _VALUE.match(value)
-        if m is None:
-            raise LatencyKernelError(
-                f"{setting}: {value!r} is not a duration; write seconds or a number with a unit, e.g. '50ms' or '2s'"
-            )
-        mul, div = _UNITS[m.group(2) or "s"]
-        seconds = float(m.group(1)) * mul / div
-    else:
-        raise LatencyKernelError(f"{setting}: expected seconds or a duration like '50ms', got {value!r}")
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise LatencyKernelError(f"{setting}: a latency limit must be a positive finite duration, got {value!r}")
-    return seconds
 
 
 @dataclass(frozen=True, slots=True)

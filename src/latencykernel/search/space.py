@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -169,23 +168,24 @@ class Deployment:
         return d
 
 
-def load_space(source: str | os.PathLike[str] | dict[str, Any] | Space) -> Space:
+def load_space(source: str | os.PathLike[str] | Mapping[str, Any] | Space) -> Space:
     """A ``Space`` from a YAML file, a mapping, or a ``Space``; a bad key or value is a
-    ``DocumentError`` naming it."""
+    ``DocumentError`` naming it, and anything else a ``DocumentError`` naming ``space``."""
     if isinstance(source, Space):
         return source
+    if isinstance(source, bool) or not isinstance(source, str | os.PathLike | Mapping):
+        raise DocumentError(
+            f"space: expected a Space, a mapping of space keys or a YAML file path, got {source!r}",
+            key="space",
+            value=source,
+        )
     file = "<memory>"
-    data: Any = source
-    if not isinstance(source, dict):
-        import yaml
+    data: Any = dict(source) if isinstance(source, Mapping) else source
+    if not isinstance(source, Mapping):
+        from latencykernel.documents.yaml_loader import read_yaml
 
         file = str(source)
-        try:
-            data = yaml.safe_load(Path(source).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise DocumentError(f"{file}: file not found", file=file) from None
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
-            raise DocumentError(f"{file}: cannot be read as YAML ({e})", file=file) from None
+        data = read_yaml(source)  # the documents' reader: a DocumentError naming the file and place
         if not isinstance(data, dict):
             raise DocumentError(f"{file}: expected a mapping of space keys, got {type(data).__name__}", file=file)
     try:
