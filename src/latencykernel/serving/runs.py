@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from latencykernel.batch import Batch
+from latencykernel.errors import LatencyKernelError
 from latencykernel.serving.scheduler import Rank
 
 if TYPE_CHECKING:
@@ -26,6 +27,11 @@ __all__ = ["run", "uniform", "waiting_blocked"]
 
 INF = math.inf
 SHORT_RUN = 24  # runs up to this many steps are priced step by step
+
+
+def bad_time(source: str, v: object) -> LatencyKernelError:
+    """The error for a time the step model returned that is negative, NaN or infinite."""
+    return LatencyKernelError(f"the step model's {source} returned {v!r}; a time must be a finite number >= 0 s")
 
 
 def waiting_blocked(sim: Simulation, rk: Rank, scheduled: int) -> bool:
@@ -198,6 +204,9 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
             st = eng.model.step_times(step, sched, cols.reshape(-1), decode_threshold=cfg.decode_threshold)
             dd = np.asarray(st.overlap if cfg.overlap else st.no_overlap, dtype=np.float64)
             bb = np.asarray(st.bottleneck)
+        if not (np.isfinite(dd).all() and dd.min() >= 0.0):
+            bad = dd[~(np.isfinite(dd) & (dd >= 0.0))][0]
+            raise bad_time(f"step_times over a run of {m} decode steps", float(bad))
         if dur is None:
             dur, bott = dd.copy(), bb.copy()
         else:
@@ -209,6 +218,8 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
         # idle ranks run empty steps beside the busy ones
         empty = eng.model.step_time(Batch.from_columns([], [], decode_threshold=cfg.decode_threshold))
         ev = empty.overlap if cfg.overlap else empty.no_overlap
+        if not 0.0 <= ev < math.inf:
+            raise bad_time("step_time of an empty batch", ev)
         assert dur is not None and bott is not None
         longer = ev > dur
         dur[longer] = ev

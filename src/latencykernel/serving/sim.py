@@ -167,7 +167,10 @@ class Simulation:
         self.in_flight += 1
         if self.in_flight > self.max_in_flight_seen:
             self.max_in_flight_seen = self.in_flight
-        self._push(t + self.admission_s(self.prompt[r]), r)
+        a = self.admission_s(self.prompt[r])
+        if not 0.0 <= a < INF:
+            raise runs.bad_time(f"admission_overhead({self.prompt[r]})", a)
+        self._push(t + a, r)
 
     def _push(self, ready: float, r: int) -> None:
         heapq.heappush(self.arrivals, (ready, self._seq, r))
@@ -327,6 +330,8 @@ class Simulation:
                 b = Batch.from_columns([p[1] for p in plan], [p[2] for p in plan], decode_threshold=dt)
             e = eng.model.step_time(b)
             d = e.overlap if eng.cfg.overlap else e.no_overlap
+            if not 0.0 <= d < INF:
+                raise runs.bad_time(f"step_time of a {len(plan)}-request batch", d)
             if d > best:
                 best, bott = d, str(e.bottleneck)
         return best, bott
@@ -423,4 +428,6 @@ class Simulation:
         self.nspec[r] = 0
         self.ext[r] = self.prompt[r] - 1  # the decode pool loads the KV and computes the last token
         ts = self.transfer_s(self.prompt[r]) if self.transfer_s is not None else 0.0
+        if not 0.0 <= ts < INF:
+            raise runs.bad_time(f"Disaggregated transfer_s({self.prompt[r]})", ts)
         self._push(t + ts, r)
