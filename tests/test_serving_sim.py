@@ -287,11 +287,28 @@ CASES = [
 
 
 @pytest.mark.parametrize("name,engine,wl", CASES, ids=[c[0] for c in CASES])
-def test_skip_ahead_equals_step_by_step(name: str, engine: dict[str, Any], wl: Any) -> None:
+def test_skip_ahead_equals_step_by_step(
+    name: str, engine: dict[str, Any], wl: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Guards the vectorised runs: every latency, gap, KV sample and step count equal the
-    step-by-step loop's exactly."""
+    step-by-step loop's exactly; and (review D27) that the skip-ahead actually committed runs
+    in this case, so the equality is not vacuous."""
+    import latencykernel.serving.runs as runs_mod
+
+    committed = [0]
+    real_run = runs_mod.run
+
+    def counting(*args: Any) -> bool:
+        ok = real_run(*args)
+        committed[0] += ok
+        return ok
+
+    monkeypatch.setattr(runs_mod, "run", counting)
     a = simulate(Affine(), wl, seed=1, skip_ahead=True, **engine)
+    assert committed[0] > 0, "the skip-ahead never ran"
+    committed[0] = 0
     b = simulate(Affine(), wl, seed=1, skip_ahead=False, **engine)
+    assert committed[0] == 0
     _same(a, b)
 
 
