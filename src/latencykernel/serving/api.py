@@ -243,8 +243,11 @@ def _result(sim: Simulation, reqs: Requests, gpus: int, notes: list[tuple[str, s
                 if len(tail) > 1 and tail[-1] > tail[0]:
                     sustained = (len(tail) - 1) / float(tail[-1] - tail[0])
     per = {"ttft": ttft, "tpot": tpot, "e2el": e2el, "prompt": reqs.prompt, "output": osl, "sent": sent}
-    busy = sum(sim.bottleneck.values())
-    shares = {k: v / busy for k, v in sorted(sim.bottleneck.items())} if busy > 0 else {}
+    named: dict[str, float] = {}
+    for res, s in sim.bottleneck.items():  # keyed by the step model's objects on the hot path
+        named[str(res)] = named.get(str(res), 0.0) + s
+    busy = sum(named.values())
+    shares = {k: v / busy for k, v in sorted(named.items())} if busy > 0 else {}
     return ServingResult(
         ttft=Distribution.of(ttft),
         tpot=Distribution.of(tpot[multi]),

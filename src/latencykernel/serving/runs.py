@@ -195,7 +195,7 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
             # equals it (the StepModel contract)
             dt = cfg.decode_threshold
             sched_l = [1 + k] * nreq
-            ests = [eng.model.step_time(Batch.from_columns(sched_l, col, dt)) for col in cols]
+            ests = [eng.model.step_time(Batch.trusted(sched_l, col, dt)) for col in cols.tolist()]
             dd = np.array([e.overlap if cfg.overlap else e.no_overlap for e in ests], dtype=np.float64)
             bb = np.array([e.bottleneck for e in ests], dtype=object)
         else:
@@ -216,14 +216,13 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
             bott[longer] = bb[longer]
     if len(ranks) > 1 and any(not d for d in per):
         # idle ranks run empty steps beside the busy ones
-        empty = eng.model.step_time(Batch.from_columns([], [], decode_threshold=cfg.decode_threshold))
-        ev = empty.overlap if cfg.overlap else empty.no_overlap
-        if not 0.0 <= ev < math.inf:
-            raise bad_time("step_time of an empty batch", ev)
+        if eng.empty is None:
+            eng.empty = sim._empty(eng)
+        ev, eb = eng.empty
         assert dur is not None and bott is not None
         longer = ev > dur
         dur[longer] = ev
-        bott[longer] = empty.bottleneck
+        bott[longer] = eb
     assert dur is not None and bott is not None
     # times: t[j] = start of step j (t[m] = end of the last), summed in loop order
     times = np.cumsum(np.concatenate(([t0], dur)))
@@ -308,8 +307,7 @@ def _commit(
     bc = bott[:commit]
     eng.busy_s += float(dc.sum())
     for res in set(bc.tolist()):
-        name = str(res)
-        sim.bottleneck[name] = sim.bottleneck.get(name, 0.0) + float(dc[bc == res].sum())
+        sim.bottleneck[res] = sim.bottleneck.get(res, 0.0) + float(dc[bc == res].sum())
     tot = sum(rk.usable for rk in eng.ranks)
     used0 = sum(rk.usable - rk.free for rk in eng.ranks)
     extra_all = np.zeros(m, dtype=np.int64)
