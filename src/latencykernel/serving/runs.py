@@ -117,13 +117,16 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
         if not plan:
             per.append({})
             continue
-        rid = np.fromiter((p[0] for p in plan), dtype=np.int64, count=len(plan))
-        if min(sim.oute[r] for r in rid.tolist()) == 0:
+        pc = list(zip(*plan))  # the plan's columns, transposed in C
+        rl = list(pc[0])
+        if min(map(sim.oute.__getitem__, rl)) == 0:
             return False  # a first token still in flight: the ordinary path stamps it
-        c0 = np.fromiter((p[2] for p in plan), dtype=np.int64, count=len(plan))
-        e0 = np.fromiter((p[3] for p in plan), dtype=np.int64, count=len(plan))
-        tgt = np.array([sim.target[r] for r in rid], dtype=np.int64)
-        o0 = np.array([sim.outs[r] for r in rid], dtype=np.int64)  # after step 0's placeholder
+        n = len(rl)
+        rid = np.array(rl, dtype=np.int64)
+        c0 = np.array(pc[2], dtype=np.int64)
+        e0 = np.array(pc[3], dtype=np.int64)
+        tgt = np.fromiter(map(sim.target.__getitem__, rl), dtype=np.int64, count=n)
+        o0 = np.fromiter(map(sim.outs.__getitem__, rl), dtype=np.int64, count=n)  # after step 0's placeholder
         left = tgt - o0  # tokens still to schedule after step 0
         if k == 0:
             f = left  # one token a step: the last token comes at step `left`
@@ -145,7 +148,7 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
         if not d:
             continue
         rid, c0 = d["rid"], d["c0"]
-        held = np.array([sim.blk[r] for r in rid.tolist()], dtype=np.int64)  # after step 0
+        held = np.fromiter(map(sim.blk.__getitem__, rid.tolist()), dtype=np.int64, count=len(rid))  # after step 0
         d["held"] = held
         if k == 0:
             # one token a step: request i computes c0 + j tokens before step j and first
@@ -359,7 +362,7 @@ def _commit(
         # outputs of steps 0..commit-1 at once, as ``_outputs`` takes them one by one:
         # every request here has emitted before, so each emission is a gap
         ends = times[1 : commit + 1]
-        le = np.array([sim.last_emit[r] for r in rl])
+        le = np.fromiter(map(sim.last_emit.__getitem__, rl), dtype=np.float64, count=n)
         e0 = 1 if k == 0 else d["emit"][:, 0]
         sim.itl_vals.append((ends[0] - le) + e0 * otpt)
         sim.itl_wts.append(np.ones(n, dtype=np.int64))
