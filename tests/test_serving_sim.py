@@ -420,3 +420,15 @@ def test_vectorised_decode_prefix_equals_the_loop(
     monkeypatch.setattr(sim, "FAST_OUTPUTS", 10**9)
     b = simulate(Affine(), wl, seed=2, skip_ahead=False, **engine)
     _same(a, b)
+
+
+def test_idle_rank_empty_step_priced_once() -> None:
+    """Guards review B19: an idle attention-DP rank re-priced an empty batch on every step
+    (work that does not depend on the batch); it is priced once per engine, and the run is
+    the same as pricing it every step (an empty step's price never changes)."""
+    m = Affine()
+    wl = ClosedLoop(1, 20, 300, num_prompts=2)  # one request in flight: the other rank idles
+    r = simulate(m, wl, data_parallel_size=2, lockstep_data_parallel=True)
+    empties = [b for b in m.batches if not b[0]]
+    assert len(empties) == 1
+    assert r.completed == 2 and r.steps > 300
