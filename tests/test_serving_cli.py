@@ -42,8 +42,41 @@ def test_serve_bad_input_exits_2_with_one_sentence() -> None:
         ("--concurrency", "1,x"),
         ("--isl", "40000", "--concurrency", "1"),
         ("--concurrency", "2", "--request-rate", "3"),
+        ("--concurrency", "1", "--seed", "-5"),
     ):
         r = run("serve", GUIDE, *args)
         assert r.returncode == 2, (args, r.stderr)
         assert "Traceback" not in r.stderr and r.stderr.startswith("error:")
     assert "max_model_len" in run("serve", GUIDE, "--isl", "40000", "--concurrency", "1").stderr
+
+
+def test_serve_shows_the_assumptions() -> None:
+    """Guards A4: the table and --json dropped result.assumptions (num_prompts = 10 x
+    concurrency, the engine limits taken from the step model, ...)."""
+    r = run("serve", GUIDE, "--isl", "128", "--osl", "16", "--concurrency", "1,4", "--json")
+    assert r.returncode == 0, r.stderr
+    import latencykernel as lk
+    from latencykernel.serving import estimate
+
+    for rec, c in zip(json.loads(r.stdout), (1, 4)):
+        want = estimate(lk.open(GUIDE), isl=128, osl=16, concurrency=c).assumptions
+        assert [(a["name"], a["value"], a["reason"]) for a in rec["assumptions"]] == want
+        assert any(a["name"] == "num_prompts" and a["value"] == str(10 * c) for a in rec["assumptions"])
+    t = run("serve", GUIDE, "--isl", "128", "--osl", "16", "--concurrency", "1,4")
+    assert t.returncode == 0, t.stderr
+    assert "assumed num_prompts = 10 at 1, 40 at 4" in t.stdout
+    assert "assumed async_scheduling = " in t.stdout
+
+
+def test_serve_list_and_rate_input() -> None:
+    """Guards A18: '--concurrency 1,,4' was accepted silently (the empty item dropped), '1.5'
+    was called 'not a list of numbers' rather than 'not whole', and '--request-rate 1e-300'
+    printed a 300-digit duration."""
+    r = run("serve", GUIDE, "--concurrency", "1,,4")
+    assert r.returncode == 2 and "empty item" in r.stderr and "Traceback" not in r.stderr
+    r = run("serve", GUIDE, "--concurrency", "1.5")
+    assert r.returncode == 2 and "whole" in r.stderr
+    r = run("serve", GUIDE, "--isl", "128", "--osl", "16", "--request-rate", "1e-300", "--num-prompts", "2")
+    assert r.returncode == 0, r.stderr
+    line = next(x for x in r.stdout.splitlines() if "Benchmark duration" in x)
+    assert "e+300" in line and len(line) < 120

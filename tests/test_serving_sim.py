@@ -287,11 +287,28 @@ CASES = [
 
 
 @pytest.mark.parametrize("name,engine,wl", CASES, ids=[c[0] for c in CASES])
-def test_skip_ahead_equals_step_by_step(name: str, engine: dict[str, Any], wl: Any) -> None:
+def test_skip_ahead_equals_step_by_step(
+    name: str, engine: dict[str, Any], wl: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Guards the vectorised runs: every latency, gap, KV sample and step count equal the
-    step-by-step loop's exactly."""
+    step-by-step loop's exactly; and (review D27) that the skip-ahead actually committed runs
+    in this case, so the equality is not vacuous."""
+    import latencykernel.serving.runs as runs_mod
+
+    committed = [0]
+    real_run = runs_mod.run
+
+    def counting(*args: Any) -> bool:
+        ok = real_run(*args)
+        committed[0] += ok
+        return ok
+
+    monkeypatch.setattr(runs_mod, "run", counting)
     a = simulate(Affine(), wl, seed=1, skip_ahead=True, **engine)
+    assert committed[0] > 0, "the skip-ahead never ran"
+    committed[0] = 0
     b = simulate(Affine(), wl, seed=1, skip_ahead=False, **engine)
+    assert committed[0] == 0
     _same(a, b)
 
 
@@ -403,3 +420,15 @@ def test_vectorised_decode_prefix_equals_the_loop(
     monkeypatch.setattr(sim, "FAST_OUTPUTS", 10**9)
     b = simulate(Affine(), wl, seed=2, skip_ahead=False, **engine)
     _same(a, b)
+
+
+def test_idle_rank_empty_step_priced_once() -> None:
+    """Guards review B19: an idle attention-DP rank re-priced an empty batch on every step
+    (work that does not depend on the batch); it is priced once per engine, and the run is
+    the same as pricing it every step (an empty step's price never changes)."""
+    m = Affine()
+    wl = ClosedLoop(1, 20, 300, num_prompts=2)  # one request in flight: the other rank idles
+    r = simulate(m, wl, data_parallel_size=2, lockstep_data_parallel=True)
+    empties = [b for b in m.batches if not b[0]]
+    assert len(empties) == 1
+    assert r.completed == 2 and r.steps > 300

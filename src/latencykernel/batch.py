@@ -135,6 +135,18 @@ class Batch:
         return b
 
     @classmethod
+    def trusted(cls, scheduled: list[int], computed: list[int], decode_threshold: int) -> Batch:
+        """A batch from columns a caller inside this package built and checked (a simulated
+        scheduler's step): no copy, no scan. The lists become the batch's; never pass user input."""
+        b = cls.__new__(cls)
+        b._reqs = None
+        b.scheduled = scheduled
+        b.computed = computed
+        b.decode_threshold = decode_threshold
+        b.sm_budget = 0
+        return b
+
+    @classmethod
     def decode(cls, requests: int, context: int, decode_threshold: int = DEFAULT_DECODE_THRESHOLD) -> Batch:
         """``requests`` steady-state decodes, each one token against ``context`` tokens."""
         if not (type(requests) is int and 0 <= requests <= MAX_REQUESTS):

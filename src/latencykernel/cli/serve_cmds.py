@@ -16,20 +16,27 @@ from latencykernel.errors import LatencyKernelError
 
 
 def _numbers(name: str, text: str, kind: type) -> list[Any]:
+    """A comma-separated list of positive numbers (whole ones for ``kind`` int); an empty item
+    (``1,,4``) is refused rather than dropped."""
     out = []
     for part in text.split(","):
         part = part.strip()
         if not part:
-            continue
+            raise LatencyKernelError(f"--{name} has an empty item in {text!r}; give a comma-separated list of numbers")
         try:
             v = kind(part)
         except ValueError:
+            if kind is int:
+                try:
+                    float(part)
+                except ValueError:
+                    pass
+                else:
+                    raise LatencyKernelError(f"--{name} values must be whole numbers, got {part}") from None
             raise LatencyKernelError(f"--{name} takes a comma-separated list of numbers, got {text!r}") from None
         if not v > 0:
             raise LatencyKernelError(f"--{name} values must be positive, got {part}")
         out.append(v)
-    if not out:
-        raise LatencyKernelError(f"--{name} needs at least one value, got {text!r}")
     return out
 
 
@@ -114,6 +121,7 @@ def serve_cmd(
                 preemptions=res.preemptions,
                 saturated=res.saturated,
                 sustained_request_rate=res.sustained_request_rate,
+                assumptions=[{"name": n, "value": v, "reason": why} for n, v, why in res.assumptions],
             )
             recs.append(rec)
         print_json(recs)
@@ -193,7 +201,7 @@ def _table(c: Any, name: str, isl: int, osl: int, results: list[tuple[str, float
         rec["output_throughput_per_gpu"] = r.output_throughput_per_gpu
         recs.append(rec)
     for label, field, fmt in ROWS:
-        t.add_row(label, *[fmt.format(rec[field]) for rec in recs])
+        t.add_row(label, *[_fmt(fmt, rec[field]) for rec in recs])
     c.print(t)
     c.print("times in ms; TPOT excludes the first token, as vllm bench serve reports it")
     for _, value, r in results:
@@ -204,3 +212,27 @@ def _table(c: Any, name: str, isl: int, osl: int, results: list[tuple[str, float
             )
         if r.preemptions:
             c.print(f"at {value:g}: {r.preemptions} preemptions (KV cache ran out)")
+    _assumptions(c, results)
+
+
+def _fmt(fmt: str, v: float) -> str:
+    """A table figure; one too large for fixed point (a 1e-300 req/s run lasts 1e300 s) in ``:.4g``."""
+    return fmt.format(v) if abs(v) < 1e12 else f"{v:.4g}"
+
+
+def _assumptions(c: Any, results: list[tuple[str, float, Any]]) -> None:
+    """What the runs assumed, once per name: one value, or the value at each point when they differ."""
+    seen: dict[tuple[str, str], list[str]] = {}
+    for _, _, r in results:
+        for n, _v, why in r.assumptions:
+            seen.setdefault((n, why), [])
+    for _, _, r in results:
+        here = {(n, why): v for n, v, why in r.assumptions}
+        for key, got in seen.items():
+            got.append(here.get(key, "-"))
+    for (n, why), vals in seen.items():
+        if len(set(vals)) == 1:
+            c.print(f"assumed {n} = {vals[0]} ({why})")
+        else:
+            at = ", ".join(f"{v} at {value:g}" for v, (_, value, _) in zip(vals, results))
+            c.print(f"assumed {n} = {at} ({why})")

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import math
+import numbers
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +15,7 @@ import numpy as np
 from latencykernel.errors import LatencyKernelError, RefusedError
 from latencykernel.serving.config import EngineConfig, resolve_engine
 from latencykernel.serving.result import Distribution, ServingResult
+from latencykernel.serving.runs import bad_time
 from latencykernel.serving.sim import Pool, Simulation
 from latencykernel.serving.workload import ClosedLoop, Length, Poisson, Requests, Workload
 from latencykernel.step_model import StepModel
@@ -67,6 +70,23 @@ def _refuse_unservable(reqs: Requests, cfg: EngineConfig, pool: str) -> None:
         )
 
 
+def _time(source: str, v: Any) -> float:
+    """A time the step model returned, checked once: a finite number of seconds >= 0."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0.0 <= float(v) < math.inf:
+        raise bad_time(source, v)
+    return float(v)
+
+
+def _check_seed(seed: Any) -> None:
+    """A seed is a whole number >= 0 (what numpy's ``default_rng`` takes), refused by name otherwise."""
+    try:
+        ok = not isinstance(seed, bool) and operator.index(seed) >= 0
+    except TypeError:
+        ok = False
+    if not ok:
+        raise LatencyKernelError(f"seed must be a whole number >= 0, got {seed!r}")
+
+
 def simulate(
     step_model: StepModel | Disaggregated,
     workload: Workload,
@@ -79,6 +99,7 @@ def simulate(
     ``scheduler.py``) with step times from ``step_model``; ``engine`` overrides the step
     model's limits by vLLM's setting names (``config.ENGINE_KEYS``). Deterministic for a
     ``seed``. ``progress(done, total)`` is called as requests complete."""
+    _check_seed(seed)
     if not hasattr(workload, "requests"):
         raise LatencyKernelError(f"workload must be a ClosedLoop, Poisson or Trace, got {type(workload).__name__}")
     rng = np.random.default_rng(seed)
@@ -168,12 +189,13 @@ def simulate(
     if cfg0.scheduling_policy == "priority":
         notes.append(("scheduling_policy", "priority", "every request has priority 0: scheduled and preempted as FCFS"))
     phase = rng.random(len(reqs)) if cfg0.num_speculative_tokens else None
+    last = pools[-1].model
     sim = Simulation(
         pools,
         reqs,
         admission_s=first.admission_overhead,
-        output_token_s=pools[-1].model.output_token_overhead(),
-        completion_s=pools[-1].model.completion_overhead(),
+        output_token_s=_time("output_token_overhead()", last.output_token_overhead()),
+        completion_s=_time("completion_overhead()", last.completion_overhead()),
         transfer_s=transfer,
         phase=phase,
         progress=progress,
@@ -221,8 +243,11 @@ def _result(sim: Simulation, reqs: Requests, gpus: int, notes: list[tuple[str, s
                 if len(tail) > 1 and tail[-1] > tail[0]:
                     sustained = (len(tail) - 1) / float(tail[-1] - tail[0])
     per = {"ttft": ttft, "tpot": tpot, "e2el": e2el, "prompt": reqs.prompt, "output": osl, "sent": sent}
-    busy = sum(sim.bottleneck.values())
-    shares = {k: v / busy for k, v in sorted(sim.bottleneck.items())} if busy > 0 else {}
+    named: dict[str, float] = {}
+    for res, s in sim.bottleneck.items():  # keyed by the step model's objects on the hot path
+        named[str(res)] = named.get(str(res), 0.0) + s
+    busy = sum(named.values())
+    shares = {k: v / busy for k, v in sorted(named.items())} if busy > 0 else {}
     return ServingResult(
         ttft=Distribution.of(ttft),
         tpot=Distribution.of(tpot[multi]),
@@ -265,6 +290,7 @@ def estimate(
     """The one-line form: a closed loop at ``concurrency`` (``num_prompts`` default 10 ×
     concurrency) or an open loop at ``request_rate`` (``num_prompts`` default 1,000);
     ``kw`` are engine settings as for ``simulate``."""
+    _check_seed(seed)
     if (concurrency is None) == (request_rate is None):
         raise LatencyKernelError("give exactly one of concurrency or request_rate")
     wl: Workload
@@ -272,7 +298,8 @@ def estimate(
         wl = ClosedLoop(concurrency, isl, osl, num_prompts)
     else:
         assert request_rate is not None
-        if not (isinstance(request_rate, int | float) and (request_rate > 0 or math.isinf(request_rate))):
+        ok = not isinstance(request_rate, bool) and isinstance(request_rate, numbers.Real)
+        if not (ok and float(request_rate) > 0):
             raise LatencyKernelError(f"request_rate must be a positive number, got {request_rate!r}")
         wl = Poisson(float(request_rate), isl, osl, 1000 if num_prompts is None else num_prompts)
     res = simulate(kernel, wl, seed=seed, **kw)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from latencykernel.errors import LatencyKernelError
+from latencykernel.serving.workload import real
 from latencykernel.step_model import EngineLimits, StepModel
 
 __all__ = ["EngineConfig", "resolve_engine", "ENGINE_KEYS"]
@@ -142,12 +143,12 @@ def resolve_engine(model: StepModel, engine: dict[str, Any]) -> tuple[EngineConf
     accepted = 0.0
     if k > 0:
         if acc_rate is not None:
-            a = float(acc_rate)
+            a = real("acceptance_rate", acc_rate)
             if not 0.0 <= a <= 1.0:
                 raise LatencyKernelError(f"acceptance_rate must be in [0, 1], got {acc_rate}")
             accepted = a * k
         elif mal is not None:
-            m = float(mal)
+            m = real("mean_accepted_length", mal)
             if not 1.0 <= m <= k + 1:
                 raise LatencyKernelError(
                     f"mean_accepted_length must be in [1, num_speculative_tokens + 1] = [1, {k + 1}], got {mal}"

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from latencykernel.batch import Batch
+from latencykernel.errors import LatencyKernelError
 from latencykernel.serving.scheduler import Rank
 
 if TYPE_CHECKING:
@@ -26,6 +27,11 @@ __all__ = ["run", "uniform", "waiting_blocked"]
 
 INF = math.inf
 SHORT_RUN = 24  # runs up to this many steps are priced step by step
+
+
+def bad_time(source: str, v: object) -> LatencyKernelError:
+    """The error for a time the step model returned that is negative, NaN or infinite."""
+    return LatencyKernelError(f"the step model's {source} returned {v!r}; a time must be a finite number >= 0 s")
 
 
 def waiting_blocked(sim: Simulation, rk: Rank, scheduled: int) -> bool:
@@ -111,13 +117,16 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
         if not plan:
             per.append({})
             continue
-        rid = np.fromiter((p[0] for p in plan), dtype=np.int64, count=len(plan))
-        if min(sim.oute[r] for r in rid.tolist()) == 0:
+        pc = list(zip(*plan))  # the plan's columns, transposed in C
+        rl = list(pc[0])
+        if min(map(sim.oute.__getitem__, rl)) == 0:
             return False  # a first token still in flight: the ordinary path stamps it
-        c0 = np.fromiter((p[2] for p in plan), dtype=np.int64, count=len(plan))
-        e0 = np.fromiter((p[3] for p in plan), dtype=np.int64, count=len(plan))
-        tgt = np.array([sim.target[r] for r in rid], dtype=np.int64)
-        o0 = np.array([sim.outs[r] for r in rid], dtype=np.int64)  # after step 0's placeholder
+        n = len(rl)
+        rid = np.array(rl, dtype=np.int64)
+        c0 = np.array(pc[2], dtype=np.int64)
+        e0 = np.array(pc[3], dtype=np.int64)
+        tgt = np.fromiter(map(sim.target.__getitem__, rl), dtype=np.int64, count=n)
+        o0 = np.fromiter(map(sim.outs.__getitem__, rl), dtype=np.int64, count=n)  # after step 0's placeholder
         left = tgt - o0  # tokens still to schedule after step 0
         if k == 0:
             f = left  # one token a step: the last token comes at step `left`
@@ -139,7 +148,7 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
         if not d:
             continue
         rid, c0 = d["rid"], d["c0"]
-        held = np.array([sim.blk[r] for r in rid.tolist()], dtype=np.int64)  # after step 0
+        held = np.fromiter(map(sim.blk.__getitem__, rid.tolist()), dtype=np.int64, count=len(rid))  # after step 0
         d["held"] = held
         if k == 0:
             # one token a step: request i computes c0 + j tokens before step j and first
@@ -189,7 +198,7 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
             # equals it (the StepModel contract)
             dt = cfg.decode_threshold
             sched_l = [1 + k] * nreq
-            ests = [eng.model.step_time(Batch.from_columns(sched_l, col, dt)) for col in cols]
+            ests = [eng.model.step_time(Batch.trusted(sched_l, col, dt)) for col in cols.tolist()]
             dd = np.array([e.overlap if cfg.overlap else e.no_overlap for e in ests], dtype=np.float64)
             bb = np.array([e.bottleneck for e in ests], dtype=object)
         else:
@@ -198,6 +207,9 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
             st = eng.model.step_times(step, sched, cols.reshape(-1), decode_threshold=cfg.decode_threshold)
             dd = np.asarray(st.overlap if cfg.overlap else st.no_overlap, dtype=np.float64)
             bb = np.asarray(st.bottleneck)
+        if not (np.isfinite(dd).all() and dd.min() >= 0.0):
+            bad = dd[~(np.isfinite(dd) & (dd >= 0.0))][0]
+            raise bad_time(f"step_times over a run of {m} decode steps", float(bad))
         if dur is None:
             dur, bott = dd.copy(), bb.copy()
         else:
@@ -207,12 +219,13 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
             bott[longer] = bb[longer]
     if len(ranks) > 1 and any(not d for d in per):
         # idle ranks run empty steps beside the busy ones
-        empty = eng.model.step_time(Batch.from_columns([], [], decode_threshold=cfg.decode_threshold))
-        ev = empty.overlap if cfg.overlap else empty.no_overlap
+        if eng.empty is None:
+            eng.empty = sim._empty(eng)
+        ev, eb = eng.empty
         assert dur is not None and bott is not None
         longer = ev > dur
         dur[longer] = ev
-        bott[longer] = empty.bottleneck
+        bott[longer] = eb
     assert dur is not None and bott is not None
     # times: t[j] = start of step j (t[m] = end of the last), summed in loop order
     times = np.cumsum(np.concatenate(([t0], dur)))
@@ -297,8 +310,7 @@ def _commit(
     bc = bott[:commit]
     eng.busy_s += float(dc.sum())
     for res in set(bc.tolist()):
-        name = str(res)
-        sim.bottleneck[name] = sim.bottleneck.get(name, 0.0) + float(dc[bc == res].sum())
+        sim.bottleneck[res] = sim.bottleneck.get(res, 0.0) + float(dc[bc == res].sum())
     tot = sum(rk.usable for rk in eng.ranks)
     used0 = sum(rk.usable - rk.free for rk in eng.ranks)
     extra_all = np.zeros(m, dtype=np.int64)
@@ -350,7 +362,7 @@ def _commit(
         # outputs of steps 0..commit-1 at once, as ``_outputs`` takes them one by one:
         # every request here has emitted before, so each emission is a gap
         ends = times[1 : commit + 1]
-        le = np.array([sim.last_emit[r] for r in rl])
+        le = np.fromiter(map(sim.last_emit.__getitem__, rl), dtype=np.float64, count=n)
         e0 = 1 if k == 0 else d["emit"][:, 0]
         sim.itl_vals.append((ends[0] - le) + e0 * otpt)
         sim.itl_wts.append(np.ones(n, dtype=np.int64))

@@ -62,7 +62,7 @@ class Pool:
 
 
 class Engine:
-    __slots__ = ("index", "pool", "ranks", "t", "pending", "busy_s", "model", "cfg", "price_over")
+    __slots__ = ("index", "pool", "ranks", "t", "pending", "busy_s", "model", "cfg", "empty")
 
     def __init__(self, index: int, pool: int, ranks: list[Rank], model: StepModel, cfg: EngineConfig) -> None:
         self.index = index
@@ -73,6 +73,7 @@ class Engine:
         self.busy_s = 0.0
         self.model = model
         self.cfg = cfg
+        self.empty: tuple[float, Any] | None = None  # (time, bottleneck) of an empty step, once priced
 
 
 class Simulation:
@@ -148,7 +149,7 @@ class Simulation:
         self.itl_wts: list[Any] = []  # their weights
         self.kv_t: list[Any] = []
         self.kv_u: list[Any] = []
-        self.bottleneck: dict[str, float] = {}
+        self.bottleneck: dict[Any, float] = {}  # busy seconds by the step model's bottleneck (str in the result)
         self.steps = 0
         self.preemptions = 0
         self.completed = 0
@@ -167,7 +168,10 @@ class Simulation:
         self.in_flight += 1
         if self.in_flight > self.max_in_flight_seen:
             self.max_in_flight_seen = self.in_flight
-        self._push(t + self.admission_s(self.prompt[r]), r)
+        a = self.admission_s(self.prompt[r])
+        if not 0.0 <= a < INF:
+            raise runs.bad_time(f"admission_overhead({self.prompt[r]})", a)
+        self._push(t + a, r)
 
     def _push(self, ready: float, r: int) -> None:
         heapq.heappush(self.arrivals, (ready, self._seq, r))
@@ -314,24 +318,46 @@ class Simulation:
             pre = pre or q
         return plans, pre
 
-    def _price(self, eng: Engine, plans: list[Plan]) -> tuple[float, str]:
+    def _price(self, eng: Engine, plans: list[Plan]) -> tuple[float, Any]:
         dt = eng.cfg.decode_threshold
         best = -1.0
-        bott = "host"
+        bott: Any = None
+        model = eng.model
+        overlap = eng.cfg.overlap
         for plan in plans:
-            if not plan and len(plans) > 1:
-                # an idle attention-DP rank runs a dummy batch alongside the others; taken as
-                # an empty step (host time only), never longer than a busy rank's
-                b = Batch.from_columns([], [], decode_threshold=dt)
+            if not plan:
+                if len(plans) > 1:
+                    # an idle attention-DP rank runs a dummy batch alongside the others; taken
+                    # as an empty step (host time only), never longer than a busy rank's;
+                    # priced once per engine (it does not depend on the batch)
+                    if eng.empty is None:
+                        eng.empty = self._empty(eng)
+                    d, b = eng.empty
+                    if d > best:
+                        best, bott = d, b
+                    continue
+                sched: list[int] = []
+                comp: list[int] = []
             else:
-                b = Batch.from_columns([p[1] for p in plan], [p[2] for p in plan], decode_threshold=dt)
-            e = eng.model.step_time(b)
-            d = e.overlap if eng.cfg.overlap else e.no_overlap
+                sched = [p[1] for p in plan]
+                comp = [p[2] for p in plan]
+            e = model.step_time(Batch.trusted(sched, comp, dt))
+            d = e.overlap if overlap else e.no_overlap
+            if not 0.0 <= d < INF:
+                raise runs.bad_time(f"step_time of a {len(plan)}-request batch", d)
             if d > best:
-                best, bott = d, str(e.bottleneck)
+                best, bott = d, e.bottleneck
         return best, bott
 
-    def _account(self, eng: Engine, d: float, bott: str) -> None:
+    def _empty(self, eng: Engine) -> tuple[float, Any]:
+        """The price of an empty step on ``eng``'s model (an idle attention-DP rank's dummy batch)."""
+        e = eng.model.step_time(Batch.trusted([], [], eng.cfg.decode_threshold))
+        d = e.overlap if eng.cfg.overlap else e.no_overlap
+        if not 0.0 <= d < INF:
+            raise runs.bad_time("step_time of an empty batch", d)
+        return d, e.bottleneck
+
+    def _account(self, eng: Engine, d: float, bott: Any) -> None:
         eng.busy_s += d
         self.bottleneck[bott] = self.bottleneck.get(bott, 0.0) + d
 
@@ -423,4 +449,6 @@ class Simulation:
         self.nspec[r] = 0
         self.ext[r] = self.prompt[r] - 1  # the decode pool loads the KV and computes the last token
         ts = self.transfer_s(self.prompt[r]) if self.transfer_s is not None else 0.0
+        if not 0.0 <= ts < INF:
+            raise runs.bad_time(f"Disaggregated transfer_s({self.prompt[r]})", ts)
         self._push(t + ts, r)

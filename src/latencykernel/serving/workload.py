@@ -18,6 +18,7 @@ output lengths, cached prefix tokens) the simulation reads.
 from __future__ import annotations
 
 import math
+import numbers
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -39,7 +40,7 @@ class RandomRange:
 
     def __post_init__(self) -> None:
         _whole_at_least("length", self.length, 1)
-        if not 0.0 <= float(self.range_ratio) < 1.0:
+        if not 0.0 <= real("range_ratio", self.range_ratio) < 1.0:
             raise LatencyKernelError(
                 f"range_ratio must be in [0, 1) as vllm bench serve --random-range-ratio requires, got {self.range_ratio}"
             )
@@ -50,6 +51,15 @@ class RandomRange:
         hi = math.ceil(self.length * (1 + self.range_ratio))
         if output:
             lo = max(lo, 1)
+        elif lo < 1:
+            # vLLM's RandomDataset.sample refuses a prompt range whose low end is under one
+            # token ("--random-input-len is too small ..."), vllm/benchmarks/datasets.py,
+            # RandomDataset.sample and get_sampling_params (which clamps only the output).
+            raise LatencyKernelError(
+                f"isl RandomRange({self.length}, {self.range_ratio:g}) can draw {lo}-token prompts "
+                "(floor(length x (1 - range_ratio)) < 1); vllm bench serve refuses this: raise the length "
+                "or lower range_ratio"
+            )
         return lo, hi
 
 
@@ -78,6 +88,16 @@ class Requests:
 
     def __len__(self) -> int:
         return len(self.prompt)
+
+
+def real(name: str, value: Any) -> float:
+    """``value`` as a finite float, refusing bool, str and anything not a real number, naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise LatencyKernelError(f"{name} must be a number, got {value!r}")
+    f = float(value)
+    if not math.isfinite(f):
+        raise LatencyKernelError(f"{name} must be a finite number, got {value!r}")
+    return f
 
 
 def _whole_at_least(name: str, value: Any, low: int) -> int:
@@ -171,19 +191,21 @@ class Poisson:
     prefix_hit_rate: float = 0.0
 
     def requests(self, rng: np.random.Generator) -> Requests:
-        rate = float(self.request_rate)
-        if not rate > 0:
-            raise LatencyKernelError(f"request_rate must be positive, got {self.request_rate}")
-        if not self.burstiness > 0:
-            raise LatencyKernelError(f"burstiness must be positive, got {self.burstiness}")
+        rate = self.request_rate
+        if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not float(rate) > 0:
+            raise LatencyKernelError(f"request_rate must be a positive number (inf: all at once), got {rate!r}")
+        rate = float(rate)
+        burst = real("burstiness", self.burstiness)
+        if not burst > 0:
+            raise LatencyKernelError(f"burstiness must be positive, got {self.burstiness!r}")
         n = _whole_at_least("num_prompts", self.num_prompts, 1)
         prompt = lengths("isl", self.isl, n, rng, output=False)
         output = lengths("osl", self.osl, n, rng, output=True)
         if math.isinf(rate):
             arrival = np.zeros(n)
         else:
-            theta = 1.0 / (rate * self.burstiness)
-            gaps = rng.gamma(self.burstiness, theta, size=n)
+            theta = 1.0 / (rate * burst)
+            gaps = rng.gamma(burst, theta, size=n)
             gaps[0] = 0.0  # the benchmark sends its first request at once
             arrival = np.cumsum(gaps)
         conc = 0 if self.max_concurrency is None else _whole_at_least("max_concurrency", self.max_concurrency, 1)
@@ -202,10 +224,14 @@ class Trace:
     rows: Sequence[Any]
 
     def requests(self, rng: np.random.Generator) -> Requests:
-        if len(self.rows) == 0:
+        try:
+            rows = list(self.rows)
+        except TypeError:
+            raise LatencyKernelError(f"Trace rows must be a list of rows, got {type(self.rows).__name__}") from None
+        if len(rows) == 0:
             raise LatencyKernelError("Trace rows must hold at least one request")
         arr, pr, out, ca = [], [], [], []
-        for i, row in enumerate(self.rows):
+        for i, row in enumerate(rows):
             if isinstance(row, dict):
                 vals = (
                     row.get("arrival_s"),
@@ -213,14 +239,19 @@ class Trace:
                     row.get("output_tokens"),
                     row.get("cached_prefix_tokens", 0),
                 )
-            else:
+            elif isinstance(row, Sequence) and not isinstance(row, str | bytes):
                 vals = tuple(row) + ((0,) if len(row) == 3 else ())
                 if len(vals) != 4:
                     raise LatencyKernelError(
                         f"Trace rows[{i}] must have 3 or 4 entries (arrival_s, prompt_tokens, output_tokens[, cached_prefix_tokens]), got {row!r}"
                     )
-            a = float(vals[0]) if vals[0] is not None else math.nan
-            if not (a >= 0 and math.isfinite(a)):
+            else:
+                raise LatencyKernelError(
+                    f"Trace rows[{i}] must be a (arrival_s, prompt_tokens, output_tokens[, cached_prefix_tokens]) "
+                    f"tuple or a mapping with those keys, got {row!r}"
+                )
+            a = real(f"Trace rows[{i}].arrival_s", vals[0])
+            if not a >= 0:
                 raise LatencyKernelError(f"Trace rows[{i}].arrival_s must be a finite time >= 0, got {vals[0]!r}")
             p = _whole_at_least(f"Trace rows[{i}].prompt_tokens", vals[1], 1)
             o = _whole_at_least(f"Trace rows[{i}].output_tokens", vals[2], 1)
@@ -242,11 +273,11 @@ class Trace:
         )
 
     def describe(self) -> str:
-        return f"trace of {len(self.rows)} requests"
+        return f"trace of {len(self.rows)} requests" if isinstance(self.rows, Sequence) else "trace"
 
 
 def _cached(prompt: np.ndarray, hit_rate: float) -> np.ndarray:
-    if not 0.0 <= hit_rate <= 1.0:
+    if not 0.0 <= real("prefix_hit_rate", hit_rate) <= 1.0:
         raise LatencyKernelError(f"prefix_hit_rate must be in [0, 1], got {hit_rate}")
     return np.floor(prompt * hit_rate).astype(np.int64)
 

@@ -1,0 +1,142 @@
+"""Bad input to the serving simulation, and bad times from its step model, get this package's
+error naming the setting or the source; never a raw ValueError/TypeError, a stall or a
+negative latency."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+from latencykernel.errors import LatencyKernelError
+from latencykernel.serving import ClosedLoop, Disaggregated, Poisson, RandomRange, Trace, estimate, simulate
+from test_serving_sim import Affine
+
+
+class Bad(Affine):
+    """An Affine model one of whose times is replaced by ``value``."""
+
+    def __init__(self, where: str, value: float, **limits: Any) -> None:
+        super().__init__(**limits)
+        self.where, self.value = where, value
+
+    def admission_overhead(self, prompt_tokens: int) -> float:
+        return self.value if self.where == "admission" else 0.0
+
+    def output_token_overhead(self) -> float:
+        return self.value if self.where == "output" else 0.0
+
+    def completion_overhead(self) -> float:
+        return self.value if self.where == "completion" else 0.0
+
+    def price(self, tokens: float, ctx: float) -> float:
+        return self.value if self.where == "step" else super().price(tokens, ctx)
+
+    def step_times(self, step: Any, scheduled: Any, computed: Any, *, decode_threshold: int, **kw: Any) -> Any:
+        t = super().step_times(step, scheduled, computed, decode_threshold=decode_threshold, **kw)
+        if self.where == "run":
+            t.overlap[-1] = t.no_overlap[-1] = self.value
+        return t
+
+
+@pytest.mark.parametrize("value", [-1.0, math.nan, math.inf])
+@pytest.mark.parametrize(
+    "where,source",
+    [
+        ("admission", "admission_overhead"),
+        ("output", "output_token_overhead"),
+        ("completion", "completion_overhead"),
+        ("step", "step_time"),
+        ("run", "step_times"),
+    ],
+)
+def test_bad_step_model_times_are_refused(where: str, source: str, value: float) -> None:
+    """Guards A3: a negative, NaN or infinite time from the step model was used as is (negative
+    TTFT/TPOT, or 'the simulation stalled'); it must be refused naming its source."""
+    with pytest.raises(LatencyKernelError, match=source):
+        simulate(Bad(where, value), ClosedLoop(2, 20, 200), skip_ahead=True)
+
+
+@pytest.mark.parametrize("value", [-1.0, math.nan])
+def test_bad_transfer_time_is_refused(value: float) -> None:
+    """Guards A3: a Disaggregated transfer_s returning a negative or NaN time gave negative
+    TTFT or a stall."""
+    pd = Disaggregated(Affine(), Affine(), transfer_s=lambda n: value)
+    with pytest.raises(LatencyKernelError, match="transfer_s"):
+        simulate(pd, ClosedLoop(2, 20, 10))
+
+
+@pytest.mark.parametrize("seed", [-1, "x", 1.5, True, None])
+def test_bad_seed_is_refused(seed: Any) -> None:
+    """Guards A10: a seed that is not a whole number >= 0 gave numpy's raw ValueError/TypeError."""
+    with pytest.raises(LatencyKernelError, match="seed"):
+        simulate(Affine(), ClosedLoop(1, 10, 10), seed=seed)
+    with pytest.raises(LatencyKernelError, match="seed"):
+        estimate(Affine(), isl=10, osl=10, concurrency=1, seed=seed)
+
+
+def test_numpy_seed_accepted() -> None:
+    """Guards the seed check refusing numpy's whole numbers (what default_rng takes)."""
+    a = simulate(Affine(), ClosedLoop(2, RandomRange(20, 0.5), 10), seed=np.int64(3))  # type: ignore[arg-type]
+    b = simulate(Affine(), ClosedLoop(2, RandomRange(20, 0.5), 10), seed=3)
+    assert np.array_equal(a.per_request["ttft"], b.per_request["ttft"])
+
+
+def _gen() -> Any:
+    yield (0.0, 16, 4)
+
+
+BAD: list[tuple[str, Any]] = [
+    ("range_ratio", lambda: RandomRange(16, "x")),  # type: ignore[arg-type]
+    ("range_ratio", lambda: RandomRange(16, math.nan)),
+    ("request_rate", lambda: simulate(Affine(), Poisson("x", 10, 10, 5))),  # type: ignore[arg-type]
+    ("request_rate", lambda: simulate(Affine(), Poisson(None, 10, 10, 5))),  # type: ignore[arg-type]
+    ("request_rate", lambda: simulate(Affine(), Poisson(True, 10, 10, 5))),
+    ("burstiness", lambda: simulate(Affine(), Poisson(2.0, 10, 10, 5, burstiness="x"))),  # type: ignore[arg-type]
+    ("prefix_hit_rate", lambda: simulate(Affine(), ClosedLoop(1, 10, 10, prefix_hit_rate="x"))),  # type: ignore[arg-type]
+    ("Trace rows must be", lambda: simulate(Affine(), Trace(5))),  # type: ignore[arg-type]
+    (r"rows\[0\]", lambda: simulate(Affine(), Trace([5]))),
+    (r"rows\[0\].arrival_s", lambda: simulate(Affine(), Trace([("x", 16, 4)]))),
+    (
+        "acceptance_rate",
+        lambda: simulate(Affine(), ClosedLoop(1, 10, 10), num_speculative_tokens=2, acceptance_rate="x"),
+    ),
+    (
+        "mean_accepted_length",
+        lambda: simulate(Affine(), ClosedLoop(1, 10, 10), num_speculative_tokens=2, mean_accepted_length="x"),
+    ),
+    ("request_rate", lambda: estimate(Affine(), isl=10, osl=10, request_rate=True)),
+    ("isl RandomRange", lambda: simulate(Affine(), ClosedLoop(1, RandomRange(1, 0.9), 10))),
+]
+
+
+@pytest.mark.parametrize("name,call", BAD, ids=[f"{i}-{b[0]}" for i, b in enumerate(BAD)])
+def test_bad_workload_and_engine_values_are_refused(name: str, call: Any) -> None:
+    """Guards A11 and A18: these raised a raw ValueError/TypeError deep inside (or, for a
+    RandomRange prompt low end under 1, drew 0-token prompts vLLM refuses); each must be
+    this package's error naming the setting."""
+    with pytest.raises(LatencyKernelError, match=name):
+        call()
+
+
+def test_trace_from_a_generator_is_served() -> None:
+    """Guards A11: Trace(generator) raised a raw TypeError (len of a generator); rows are read
+    as a list first, so it serves as the same rows in a list do."""
+    a = simulate(Affine(), Trace(_gen()))  # type: ignore[arg-type]
+    b = simulate(Affine(), Trace([(0.0, 16, 4)]))
+    assert np.array_equal(a.per_request["e2el"], b.per_request["e2el"])
+
+
+def test_numpy_request_rate_accepted() -> None:
+    """Guards A18: estimate(request_rate=np.float32(2)) was refused while True was accepted."""
+    a = estimate(Affine(), isl=10, osl=10, request_rate=np.float32(2), num_prompts=5)  # type: ignore[arg-type]
+    b = estimate(Affine(), isl=10, osl=10, request_rate=2.0, num_prompts=5)
+    assert np.array_equal(a.per_request["sent"], b.per_request["sent"])
+
+
+def test_prompt_low_end_one_is_accepted() -> None:
+    """Guards the RandomRange prompt refusal going too far: a low end of exactly 1 is served."""
+    r = simulate(Affine(), ClosedLoop(1, RandomRange(2, 0.5), 10, num_prompts=20))
+    assert int(r.per_request["prompt"].min()) >= 1
