@@ -25,4 +25,5 @@ def test_readme_examples_run() -> None:
             exec(compile(block, "README.md", "exec"), {})  # noqa: S102 - our own documentation
     lines = out.getvalue().splitlines()
     assert lines[0] == "between 24.1 and 25.6 ms, bottleneck hbm"  # the guide's step (spec §17 figures)
-    assert [line.split()[0] for line in lines[1:]] == ["sm", "hbm", "nvlink", "host"]
+    assert [line.split()[0] for line in lines[1:5]] == ["sm", "hbm", "nvlink", "host"]
+    assert lines[5].startswith("TTFT median ") and len(lines) == 6  # the serving example
