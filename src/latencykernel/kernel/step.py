@@ -59,17 +59,18 @@ def host_dispatch_s(c: StepConstants, scheduled: Sequence[int], tokens: int) -> 
     )
 
 
-def _charge(c: StepConstants, op: Op, group: Group, nbytes: float, acc: list[float]) -> None:
+def _charge(c: StepConstants, op: Op, group: Group, nbytes: float, acc: list[float], times: int = 1) -> None:
+    """Charge ``times`` launches of one collective of ``nbytes`` to its link."""
     cost = c.collectives.get((op, group))
     if cost is None:
         acc[NVLINK] = math.inf
         return
     if cost.crosses_nodes:
-        acc[NIC] += collective_time_s(
-            nbytes * cost.span, cost.transition_bytes_per_s, cost.peak_bytes_per_s, cost.floor_s
-        )
+        t = collective_time_s(nbytes * cost.span, cost.transition_bytes_per_s, cost.peak_bytes_per_s, cost.floor_s)
+        acc[NIC] += t if times == 1 else times * t
     else:
-        acc[NVLINK] += collective_time_s(nbytes, cost.transition_bytes_per_s, cost.peak_bytes_per_s, cost.floor_s)
+        t = collective_time_s(nbytes, cost.transition_bytes_per_s, cost.peak_bytes_per_s, cost.floor_s)
+        acc[NVLINK] += t if times == 1 else times * t
 
 
 def decode_kv_tokens(c: StepConstants, a: PlannedAttention, contexts: Sequence[int]) -> float:
@@ -112,8 +113,8 @@ def _dcp_prefill_gathers(c: StepConstants, lp: LayerPlan, prefills: list[tuple[i
     (``price.context.latent_context_gather_bytes``)."""
     a = lp.primary
     assert a is not None
-    for nbytes in latent_context_gather_bytes(prefills, a.head_dim * ACTIVATION_BYTES, c.mla_context_chunk):
-        _charge(c, Op.ALL_GATHER, Group.DCP, nbytes, acc)
+    for count, nbytes in latent_context_gather_bytes(prefills, a.head_dim * ACTIVATION_BYTES, c.mla_context_chunk):
+        _charge(c, Op.ALL_GATHER, Group.DCP, nbytes, acc, count)
 
 
 def _pcp_gathers(c: StepConstants, lp: LayerPlan, prefill_tokens: int, acc: list[float]) -> None:

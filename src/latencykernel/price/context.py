@@ -98,21 +98,25 @@ def dcp_decode_payload_bytes_per_row(
     )
 
 
-def latent_context_gather_bytes(prefills: list[tuple[int, int]], width_bytes: float, chunk_tokens: int) -> list[float]:
-    """Messages of the DCP all-gathers that bring a latent (MLA) cache back for prefills.
+def latent_context_gather_bytes(
+    prefills: list[tuple[int, int]], width_bytes: float, chunk_tokens: int
+) -> list[tuple[int, float]]:
+    """Messages of the DCP all-gathers that bring a latent (MLA) cache back for prefills, as
+    (how many, bytes each).
 
     Prefills are taken shortest first (vLLM orders its prefill metadata so); consecutive
     ones with a prefix form a run, a prefill without one ends it. Each run of R prefix
     tokens is gathered in chunks = ceil(R / chunk_tokens) messages of R · width / chunks
-    bytes (the MLA context-chunk size). ``prefills`` holds (scheduled, computed) pairs.
+    bytes (the MLA context-chunk size). ``prefills`` holds (scheduled, computed) pairs. The
+    equal messages of a run are counted, not listed, so a huge prefix costs one entry.
     """
-    out: list[float] = []
+    out: list[tuple[int, float]] = []
 
     def gather(run: int) -> None:
         if run <= 0:
             return
         chunks = math.ceil(run / chunk_tokens)
-        out.extend(run * width_bytes / chunks for _ in range(chunks))
+        out.append((chunks, run * width_bytes / chunks))
 
     run = 0
     for _, computed in sorted(prefills, key=lambda p: p[0]):
