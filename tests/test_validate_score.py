@@ -174,3 +174,30 @@ def test_an_sglang_scenario_takes_the_sglang_admission_and_nothing_else() -> Non
     (s,) = rep.priced()
     assert s.prediction is not None
     assert s.prediction.ttft.mean == closed_form_prediction(sg, Point("x", dep, 1000, 200, concurrency=1)).ttft.mean
+
+
+def test_prefill_queue_is_zero_alone_a_burst_when_all_send_at_once_and_rises_with_load() -> None:
+    """Guards the closed form's prompt queue: one resident waits for no one, a window of 0
+    is a burst whose j-th prompt waits j M (mean (b - 1) / 2 M), and the wait rises as the
+    same prompts arrive over a shorter window."""
+    from latencykernel.validation.predict import prefill_queue_s
+
+    assert prefill_queue_s(1, 0.3, 0.0) == 0.0
+    assert prefill_queue_s(9, 0.1, 0.0) == pytest.approx(0.4, rel=1e-12)
+    waits = [prefill_queue_s(9, 0.1, w) for w in (100.0, 20.0, 5.0, 1.2, 0.5)]
+    assert waits == sorted(waits) and waits[0] > 0
+    rho = 8 / 20.0 * 0.1  # M/D/1 below rho 0.9
+    assert prefill_queue_s(9, 0.1, 20.0) == pytest.approx(rho * 0.1 / (2 * (1 - rho)), rel=1e-12)
+
+
+def test_wave_queue_round_zero_is_the_first_wave_burst_and_spread_lowers_it() -> None:
+    """Guards the closed loop's rounds: one round is the old first-wave term
+    (b - 1) / 2 M; more rounds average in the later, spread rounds, which wait less than
+    the burst; a wider length spread never raises the wait."""
+    from latencykernel.validation.predict import wave_queue_s
+
+    assert wave_queue_s(16, 0.05, 30.0, 3.0, 1) == pytest.approx(15 / 2 * 0.05, rel=1e-12)
+    ten = wave_queue_s(16, 0.05, 30.0, 3.0, 10)
+    assert 15 / 2 * 0.05 / 10 < ten < 15 / 2 * 0.05
+    assert wave_queue_s(16, 0.05, 30.0, 6.0, 10) <= ten
+    assert wave_queue_s(1, 0.05, 30.0, 3.0, 10) == 0.0
