@@ -59,7 +59,7 @@ PARALLEL_ORDER = ["tp", "pp", "dp", "enable_expert_parallel"]
 # listed after the generic ones (their entries are scoped to that engine in the registry).
 ENGINES = {"sglang": "sglang", "vllm": "vllm", "trt": "trt", "trtllm": "trt", "tensorrt-llm": "trt"}
 ENGINE_SETS = {"sglang": ["cost-model-host-overheads-sglang"]}
-# KNOWN DIVERGENCE D11: the Go kernel guide's worked deployment (blis-kernel-spec §17): restated as the Go kernel
+# The Go kernel guide's worked deployment (docs/divergences.md D11) (blis-kernel-spec §17): restated as the Go kernel
 # reads it, with no engine stated, so its pinned step, memory and evidence figures (110 of
 # 149 values) are the guide's; it is priced as vLLM, admission included.
 GO_GUIDE_DEPLOYMENTS = {"deepseek-v3-h200-fp8-sglang-tp8"}

@@ -51,6 +51,8 @@ def _applies(scope: Any, d: DeploymentScope) -> bool:
         listed = getattr(scope, dim, None)
         if listed is not None and val not in listed:
             return False
+    # KNOWN DIVERGENCE D11: an engine-scoped entry needs the scenario to state that engine;
+    # one that states none (the Go guide's SGLang deployment) is priced with vLLM's entries.
     engines = getattr(scope, "engine", None)
     return engines is None or d.engine in engines
 
