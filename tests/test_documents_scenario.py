@@ -180,6 +180,8 @@ def test_deployment_defects_are_plain_sentences(tmp_path: Path, old: str, new: s
             "accepted keys are: hardware, fabric, nodes, gpus_per_node, gpus_per_rack, storage; did you mean 'hardware'?",
         ),
         ("kind: Scenario", "kind: Scenery", "kind", "'Scenery' is not one of Scenario"),
+        # an engine the registry cannot scope to is refused, not read as vLLM
+        ('engine_version: "0.31.0"', 'engine_version: "0.31.0"\nengine: sgalng', "engine", "'sgalng' is not one of"),
         (
             "name: s1\n",
             "name: s1\nworkload: {shape: chatbot, trace: {data: x.csv}}\n",

@@ -11,6 +11,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from latencykernel.price.collective import (
+    LARGE_MESSAGE_BYTES,
     all_to_all_span,
     collective_time_s,
     flat_span,
@@ -130,7 +131,15 @@ def test_collective_time_at_least_floor_and_monotone_in_bytes(b1, b2, rt, rp, f)
 @settings(max_examples=200, deadline=None)
 @given(b=st.floats(min_value=1, max_value=1e12), rt=rate, rp=rate, f=floor_s)
 def test_collective_time_three_parameter_form(b, rt, rp, f) -> None:
-    assert collective_time_s(b, rt, rp, f) == max(f + b / rt, b / rp)
+    """Guards the law's two regimes: up to 8 MiB (or when the peak is no faster than the
+    transition rate) the registry's max(floor + b / r_t, b / r_peak); beyond, the bytes
+    past 8 MiB move at the peak rate."""
+    if b <= LARGE_MESSAGE_BYTES or rp <= rt:
+        assert collective_time_s(b, rt, rp, f) == max(f + b / rt, b / rp)
+    else:
+        want = f + LARGE_MESSAGE_BYTES / rt + (b - LARGE_MESSAGE_BYTES) / rp
+        assert collective_time_s(b, rt, rp, f) == want
+        assert b / rp <= want <= f + b / rt
     # without a transition rate: floor-and-peak
     assert collective_time_s(b, 0, rp, f) == max(f, b / rp)
     assert collective_time_s(b, -1, rp, f) == max(f, b / rp)

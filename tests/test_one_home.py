@@ -21,7 +21,7 @@ from latencykernel.price.attention import (
     secondary_kv_bytes_per_token,
     windowed_causal_flops_per_qk_dim,
 )
-from latencykernel.price.collective import collective_time_s
+from latencykernel.price.collective import LARGE_MESSAGE_BYTES, collective_time_s
 from latencykernel.price.context import dcp_rank_tokens
 from latencykernel.price.experts import expert_miss_probability, experts_touched, routed_expert_flops
 from latencykernel.price.ramp import efficiency, shape_efficiency
@@ -189,7 +189,6 @@ def test_fused_coefficients_are_the_laws(name: str) -> None:
         T = rng.randint(1, 2**20)
         b = T * ch.bytes_per_unit
         transition = 1 / ch.inv_transition_s_per_byte if ch.inv_transition_s_per_byte else 0.0
-        assert close(
-            max(ch.floor_s + b * ch.inv_transition_s_per_byte, b * ch.inv_peak_s_per_byte),
-            collective_time_s(b, transition, 1 / ch.inv_peak_s_per_byte, ch.floor_s),
-        )
+        itr, ipk, k = ch.inv_transition_s_per_byte, ch.inv_peak_s_per_byte, LARGE_MESSAGE_BYTES
+        first = ch.floor_s + (k * itr + (b - k) * ipk if b > k and itr > ipk else b * itr)
+        assert close(max(first, b * ipk), collective_time_s(b, transition, 1 / ipk, ch.floor_s))

@@ -147,20 +147,57 @@ def test_validate_end_to_end_on_shipped_csv() -> None:
     assert all("tpot mean" in s.errors for s in rep.priced())
 
 
-def test_sglang_points_take_the_sglang_admission_and_nothing_else() -> None:
-    """Guards the engine-specific set: an SGLang point's step model keeps every step price
-    and limit, and only its admission comes from cost-model-host-overheads-sglang."""
-    from latencykernel.validation.engines import engine_step_model
-
-    k = lk.open(K)
-    m = engine_step_model(k, "sglang")
-    assert m.admission_overhead(1000) == pytest.approx(0.2 + 0.35e-6 * 1000, rel=1e-9)
+def test_an_sglang_scenario_takes_the_sglang_admission_and_nothing_else() -> None:
+    """Guards the engine-scoped set: a scenario stating engine sglang (and listing
+    cost-model-host-overheads-sglang) keeps every step price and limit of the same inputs
+    with no engine stated; only its admission comes from the SGLang set, its provenance names
+    that set, and validate prices with that same kernel (no adapter of its own)."""
+    sg_file = "aisimulate/deepseek-v3-b200-fp4-sglang-tp4.yaml"
+    inputs = lk.open_inputs(sg_file)
+    assert inputs.scenario.engine == "sglang"
+    sg = lk.new(inputs)
+    inputs.scenario.engine = None
+    vl = lk.new(inputs)
+    assert sg.admission_overhead(1000) == pytest.approx(0.2 + 0.35e-6 * 1000, rel=1e-9)
+    assert vl.admission_overhead(1000) == pytest.approx(0.04 + 0.35e-6 * 1000, rel=1e-9)
     b = Batch.decode(8, 2048)
-    assert m.step_time(b) == k.step_time(b) and m.limits() == k.limits()
-    assert m.output_token_overhead() == k.output_token_overhead()
-    assert engine_step_model(k, "vllm") is k
-    dep = Deployment(scenario=K)
-    sg = closed_form_prediction(m, Point("x", dep, 1000, 200, concurrency=1)).ttft.mean
-    vl = closed_form_prediction(k, Point("x", dep, 1000, 200, concurrency=1)).ttft.mean
-    assert sg is not None and vl is not None
-    assert sg - vl == pytest.approx(m.admission_overhead(1000) - k.admission_overhead(1000), rel=1e-9)
+    assert sg.step_time(b) == vl.step_time(b) and sg.limits() == vl.limits()
+    assert sg.output_token_overhead() == vl.output_token_overhead()
+    origin = {o.name: o for o in sg.provenance()}["host_admission_per_request"]
+    assert origin.set == "cost-model-host-overheads-sglang" and origin.scope.endswith("engine: sglang")
+    assert "engine" in [n for n, _, _ in vl.assumptions()]
+    assert "engine" not in [n for n, _, _ in sg.assumptions()]
+    dep = Deployment(scenario=sg_file)
+    rep = validate(
+        points=[Point("x", dep, 1000, 200, concurrency=1, engine="sglang")], predictor=closed_form_prediction
+    )
+    (s,) = rep.priced()
+    assert s.prediction is not None
+    assert s.prediction.ttft.mean == closed_form_prediction(sg, Point("x", dep, 1000, 200, concurrency=1)).ttft.mean
+
+
+def test_prefill_queue_is_zero_alone_a_burst_when_all_send_at_once_and_rises_with_load() -> None:
+    """Guards the closed form's prompt queue: one resident waits for no one, a window of 0
+    is a burst whose j-th prompt waits j M (mean (b - 1) / 2 M), and the wait rises as the
+    same prompts arrive over a shorter window."""
+    from latencykernel.validation.predict import prefill_queue_s
+
+    assert prefill_queue_s(1, 0.3, 0.0) == 0.0
+    assert prefill_queue_s(9, 0.1, 0.0) == pytest.approx(0.4, rel=1e-12)
+    waits = [prefill_queue_s(9, 0.1, w) for w in (100.0, 20.0, 5.0, 1.2, 0.5)]
+    assert waits == sorted(waits) and waits[0] > 0
+    rho = 8 / 20.0 * 0.1  # M/D/1 below rho 0.9
+    assert prefill_queue_s(9, 0.1, 20.0) == pytest.approx(rho * 0.1 / (2 * (1 - rho)), rel=1e-12)
+
+
+def test_wave_queue_round_zero_is_the_first_wave_burst_and_spread_lowers_it() -> None:
+    """Guards the closed loop's rounds: one round is the old first-wave term
+    (b - 1) / 2 M; more rounds average in the later, spread rounds, which wait less than
+    the burst; a wider length spread never raises the wait."""
+    from latencykernel.validation.predict import wave_queue_s
+
+    assert wave_queue_s(16, 0.05, 30.0, 3.0, 1) == pytest.approx(15 / 2 * 0.05, rel=1e-12)
+    ten = wave_queue_s(16, 0.05, 30.0, 3.0, 10)
+    assert 15 / 2 * 0.05 / 10 < ten < 15 / 2 * 0.05
+    assert wave_queue_s(16, 0.05, 30.0, 6.0, 10) <= ten
+    assert wave_queue_s(1, 0.05, 30.0, 3.0, 10) == 0.0

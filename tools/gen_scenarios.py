@@ -55,6 +55,14 @@ ENGINE_ORDER = [
     "enable_prefix_caching",
 ]
 PARALLEL_ORDER = ["tp", "pp", "dp", "enable_expert_parallel"]
+# The corpus's engine label -> the scenario's `engine` value and the engine-specific sets
+# listed after the generic ones (their entries are scoped to that engine in the registry).
+ENGINES = {"sglang": "sglang", "vllm": "vllm", "trt": "trt", "trtllm": "trt", "tensorrt-llm": "trt"}
+ENGINE_SETS = {"sglang": ["cost-model-host-overheads-sglang"]}
+# The Go kernel guide's worked deployment (docs/divergences.md D11) (blis-kernel-spec §17): restated as the Go kernel
+# reads it, with no engine stated, so its pinned step, memory and evidence figures (110 of
+# 149 values) are the guide's; it is priced as vLLM, admission included.
+GO_GUIDE_DEPLOYMENTS = {"deepseek-v3-h200-fp8-sglang-tp8"}
 
 
 # ----------------------------------------------------------------------------- emitting
@@ -86,7 +94,10 @@ def ordered(d: dict[str, Any], order: list[str]) -> list[tuple[str, Any]]:
 
 def emit_bundle(header: list[str], scenario: dict[str, Any], deployment: dict[str, Any]) -> str:
     out = [f"# {h}" if h else "#" for h in header]
-    out += ["kind: Scenario", f"name: {scenario['name']}", f'engine_version: "{scenario["engine_version"]}"', ""]
+    out += ["kind: Scenario", f"name: {scenario['name']}", f'engine_version: "{scenario["engine_version"]}"']
+    if scenario.get("engine"):
+        out.append(f"engine: {scenario['engine']}")
+    out.append("")
     out.append(f"model: {scenario['model']}")
     out.append("coefficients: [" + ", ".join(scenario["coefficients"]) + "]")
     out.append("")
@@ -191,6 +202,22 @@ def aisimulate_header(scen: dict[str, Any], dep: dict[str, Any], notes: dict[str
         f"max_model_len {eng.get('max_model_len')} is sized from the scored workloads, so every "
         f"request in them fits the context window."
     )
+    if scen.get("engine"):
+        parts.append(
+            f"engine: {scen['engine']} selects the coefficient entries scoped to that engine"
+            + (
+                f" ({', '.join(ENGINE_SETS[scen['engine']])}, listed after the generic sets)"
+                if scen["engine"] in ENGINE_SETS
+                else ""
+            )
+            + "; the step and the scheduler are priced as vLLM's."
+        )
+    elif scen["name"] in GO_GUIDE_DEPLOYMENTS:
+        parts.append(
+            "This is the Go kernel guide's worked deployment: it states no engine, as the Go kernel "
+            "reads it, so the guide's figures hold; it is priced as vLLM, admission included. State "
+            "engine: sglang and list cost-model-host-overheads-sglang to price SGLang's admission."
+        )
     if notes.get("dsa_block"):
         parts.append(
             "block_size is 64: this is a DSA (sparse-MLA) model whose token indexer works on "
@@ -216,6 +243,14 @@ def build_aisimulate(ref: Path) -> dict[str, str]:
     for path in sorted(ref.glob("*.yaml")):
         scen, dep, notes = read_reference(path)
         assert scen["name"] == path.stem == dep["name"], path
+        engine = ENGINES.get(str(notes.get("engine", "")).lower())
+        if engine and scen["name"] not in GO_GUIDE_DEPLOYMENTS:
+            scen["engine"] = engine
+            sets = list(scen["coefficients"])
+            for extra in ENGINE_SETS.get(engine, []):
+                at = sets.index("cost-model-host-overheads") + 1 if "cost-model-host-overheads" in sets else len(sets)
+                sets.insert(at, extra)
+            scen["coefficients"] = sets
         out[f"aisimulate/{path.name}"] = emit_bundle(aisimulate_header(scen, dep, notes), scen, dep)
     return out
 

@@ -46,7 +46,7 @@ Method = Literal["measured", "literature", "vendor_spec", "copied", "assumed", "
 EVIDENCED: frozenset[str] = frozenset({"measured", "literature", "vendor_spec"})
 Name = Annotated[str, Field(min_length=1)]
 Text = Annotated[str, Field(min_length=1)]
-_SCOPE_KEYS = ("hardware", "model", "tp", "ep", "nodes_spanned")
+_SCOPE_KEYS = ("hardware", "model", "tp", "ep", "nodes_spanned", "engine")
 
 
 class Scope(StrictModel):
@@ -57,13 +57,15 @@ class Scope(StrictModel):
     tp: list[Annotated[int, Field(ge=1)]] | None = None
     ep: list[Annotated[int, Field(ge=1)]] | None = None
     nodes_spanned: list[Annotated[int, Field(ge=1)]] | None = None
+    # the scenario's ``engine`` (unstated: vllm); an entry scoped to an engine applies only there
+    engine: list[Literal["vllm", "sglang", "trt"]] | None = None
 
     @model_validator(mode="after")
     def _not_empty(self) -> Scope:
         stated = [k for k in _SCOPE_KEYS if getattr(self, k) is not None]
         if not stated:
             raise Invalid(
-                "is empty; state at least one of hardware, model, tp, ep, nodes_spanned "
+                "is empty; state at least one of hardware, model, tp, ep, nodes_spanned, engine "
                 "(an empty scope is an error, not a wildcard)"
             )
         for k in stated:

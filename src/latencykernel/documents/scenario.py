@@ -105,6 +105,10 @@ class Scenario(StrictModel):
     model: Name
     coefficients: Annotated[list[Name], Field(min_length=1)]
     engine_version: Name
+    # The serving engine the deployment runs. The kernel prices vLLM's scheduler and step
+    # whatever it says; it selects only the coefficient entries scoped to an engine (scope
+    # ``engine``), e.g. SGLang's admission. Unstated: vllm.
+    engine: Literal["vllm", "sglang", "trt"] | None = None
     workload: Workload | None = None
     cluster: Cluster
 

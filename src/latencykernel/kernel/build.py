@@ -271,7 +271,14 @@ def new(inputs: Inputs) -> Kernel:
 
     coeffs = resolve_coefficients(
         ((s.name, s.entries()) for s in inputs.coefficients),
-        DeploymentScope(chip.name, graph.name, layout.tp, max(layout.expert_width, 1), layout.nodes_spanned),
+        DeploymentScope(
+            chip.name,
+            graph.name,
+            layout.tp,
+            max(layout.expert_width, 1),
+            layout.nodes_spanned,
+            inputs.scenario.engine or "vllm",
+        ),
     )
 
     # Served weights and the compute peak.
@@ -701,6 +708,12 @@ def new(inputs: Inputs) -> Kernel:
             "all2all_dispatch_buffer_bytes",
             0,
             "no coefficient sizes expert-parallel dispatch buffers; comm_buffers omits them",
+        )
+    if scenario.engine is None and any(e.scope.engine for s in inputs.coefficients for _, e in s.entries()):
+        assumptions.add(
+            "engine",
+            "vllm",
+            "the scenario states no engine; entries a listed set scopes to another engine are not applied",
         )
     if scenario.engine_version != ENGINE_BEHAVIOUR_VERSION:
         assumptions.add(

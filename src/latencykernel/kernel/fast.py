@@ -45,6 +45,7 @@ from latencykernel.price.attention import (
     secondary_read_tokens,
     windowed_causal_flops_per_qk_dim,
 )
+from latencykernel.price.collective import LARGE_MESSAGE_BYTES
 from latencykernel.price.context import dcp_decode_payload_bytes_per_row, dcp_rank_tokens, decode_rank_read_tokens
 from latencykernel.price.experts import expert_miss_probability, routed_expert_flops
 from latencykernel.price.host import graph_dispatch_s
@@ -370,7 +371,10 @@ class FastPlan:
         ts = []
         for floor, ipk, itr, mult, _nic in self.colls:  # price.collective.collective_time_s
             b = T * mult
-            x = floor + b * itr
+            if b > LARGE_MESSAGE_BYTES and itr > ipk:  # the peak beyond 8 MiB (same law)
+                x = floor + LARGE_MESSAGE_BYTES * itr + (b - LARGE_MESSAGE_BYTES) * ipk
+            else:
+                x = floor + b * itr
             y = b * ipk
             ts.append(x if x > y else y)
         nroute = T * funnel
@@ -438,7 +442,10 @@ class FastPlan:
                 if rows > 0:
                     for floor2, ipk, itr, mult, to_nic in charges:
                         b = rows * mult
-                        x = floor2 + b * itr
+                        if b > LARGE_MESSAGE_BYTES and itr > ipk:  # the peak beyond 8 MiB (same law)
+                            x = floor2 + LARGE_MESSAGE_BYTES * itr + (b - LARGE_MESSAGE_BYTES) * ipk
+                        else:
+                            x = floor2 + b * itr
                         y = b * ipk
                         if to_nic:
                             nic += x if x > y else y

@@ -453,7 +453,10 @@ class Kernel:
         return _ns(floor_and_rate_s(nbytes, rate, floor)) * NS
 
     def admission_overhead(self, prompt_tokens: int) -> float:
-        """Host seconds before a request is scheduled (tokenisation and the like)."""
+        """Host seconds before a request is scheduled (tokenisation and the like):
+        host_admission_per_request + host_admission_per_token x prompt. The entries are the
+        deployment's engine's (scope ``engine``: an SGLang scenario listing
+        cost-model-host-overheads-sglang takes its per-request time)."""
         prompt_tokens = whole_number("prompt_tokens", prompt_tokens, lo=0)
         if prompt_tokens <= 0:
             return 0.0

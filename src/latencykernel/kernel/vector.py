@@ -28,6 +28,7 @@ import numpy as np
 from latencykernel.batch import RESOURCES, Batch, Resource, StepEstimate
 from latencykernel.errors import LatencyKernelError
 from latencykernel.kernel.fast import T_DCP, T_GENERIC, T_TOPK, T_WINDOW, FastPlan, ReadLaw
+from latencykernel.price.collective import LARGE_MESSAGE_BYTES
 from latencykernel.price.ramp import sm_budget_derate
 from latencykernel.price.recurrent import chunked_prefill_share_s
 
@@ -63,6 +64,15 @@ class StepTimes:
 
     def __iter__(self) -> Iterator[StepEstimate]:
         return (self[i] for i in range(len(self)))
+
+
+def _coll_x(floor: float, b: Any, itr: float, ipk: float) -> Any:
+    """floor + b·inv_transition, each byte beyond 8 MiB at the peak rate
+    (``price.collective.collective_time_s``'s first term, over arrays)."""
+    x = floor + b * itr
+    if itr > ipk:
+        x = np.where(b > LARGE_MESSAGE_BYTES, floor + LARGE_MESSAGE_BYTES * itr + (b - LARGE_MESSAGE_BYTES) * ipk, x)
+    return x
 
 
 def _column(name: str, x: Any) -> np.ndarray:
@@ -325,7 +335,7 @@ def _price(
     b: Any
     for floor, ipk, itr, mult, _nic in fp.colls:
         b = Tsafe * mult
-        ts.append(np.maximum(floor + b * itr, b * ipk))  # price.collective.collective_time_s
+        ts.append(np.maximum(_coll_x(floor, b, itr, ipk), b * ipk))  # price.collective.collective_time_s
     pows: dict[float, np.ndarray] = {}
     nroute = Tsafe * fp.funnel
     rows_nonlatent = None
@@ -412,7 +422,7 @@ def _price(
             some = rows > 0
             for floor2, ipk, itr, mult, to_nic in charges:
                 b = rows * mult
-                tc = np.maximum(floor2 + b * itr, b * ipk)  # price.collective.collective_time_s
+                tc = np.maximum(_coll_x(floor2, b, itr, ipk), b * ipk)  # price.collective.collective_time_s
                 if to_nic:
                     nic = np.where(some, nic + tc, nic)
                 else:

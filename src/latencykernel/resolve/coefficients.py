@@ -1,7 +1,9 @@
 """Coefficient scoping: which registry entries apply to this deployment.
 
 An entry applies when every scope dimension it states lists the deployment's value
-(hardware and model compared without case); unstated dimensions admit anything. Sets are
+(hardware and model compared without case); unstated dimensions admit anything. The
+``engine`` dimension compares the scenario's ``engine`` (unstated: vllm), so an
+engine-specific set listed after the generic one replaces its entries on that engine only. Sets are
 read in scenario order and entries in file order; the last applicable entry of a name wins.
 """
 
@@ -24,6 +26,7 @@ class DeploymentScope:
     tp: int
     ep: int
     nodes_spanned: int
+    engine: str = "vllm"
 
 
 @dataclass(frozen=True)
@@ -48,16 +51,22 @@ def _applies(scope: Any, d: DeploymentScope) -> bool:
         listed = getattr(scope, dim, None)
         if listed is not None and val not in listed:
             return False
-    return True
+    # KNOWN DIVERGENCE D11: an engine-scoped entry needs the scenario to state that engine;
+    # one that states none (the Go guide's SGLang deployment) is priced with vLLM's entries.
+    engines = getattr(scope, "engine", None)
+    return engines is None or d.engine in engines
 
 
 def _scope_label(scope: Any, d: DeploymentScope) -> str:
     """The scope dimension that admitted the entry, naming the deployment's own value
     (the Go kernel names the first listed value, which misleads for shared entries)."""
     hw = getattr(scope, "hardware", None)
+    engine = f"; engine: {d.engine}" if getattr(scope, "engine", None) else ""
     if hw:
         others = len(hw) - 1
-        return f"hardware: {d.hardware}" + (f" (and {others} more)" if others else "")
+        return f"hardware: {d.hardware}" + (f" (and {others} more)" if others else "") + engine
+    if engine:
+        return engine[2:]
     models = getattr(scope, "model", None)
     if models:
         others = len(models) - 1

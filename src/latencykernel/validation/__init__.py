@@ -69,8 +69,7 @@ def validate(
     """Read (or take) measured points, price each and score them."""
     pts = list(points or []) + (read_measurements(paths, deployment) if paths else [])
     pred = predictor or PREDICTOR()
-    from latencykernel.validation.engines import engine_step_model
-
-    return score_points(
-        pts, pred, lambda d: open_deployment(d, repos), engine_model=lambda m, e: engine_step_model(m, e, repos)
-    )
+    # Each point is priced with its deployment exactly as opened: an engine's own
+    # coefficients (e.g. SGLang's admission) come from the scenario's `engine`, as they do for
+    # `latencykernel serve`.
+    return score_points(pts, pred, lambda d: open_deployment(d, repos))

@@ -106,12 +106,9 @@ def score_points(
     predictor: Predictor,
     open_model: Callable[[Deployment], Any],
     method: str = "",
-    engine_model: Callable[[Any, str], Any] | None = None,
 ) -> Report:
-    """Price every point (opening each deployment once) and compute its errors;
-    ``engine_model(model, engine)`` adapts a model to the point's measured engine."""
+    """Price every point (opening each deployment once) and compute its errors."""
     models: dict[str, Any] = {}
-    engine_models: dict[tuple[str, str], Any] = {}
     failures: dict[str, str] = {}
     scored: list[Scored] = []
     methods: set[str] = set()
@@ -127,15 +124,6 @@ def score_points(
             continue
         m = models[key]
         engine, chip, name = _labels(m, p)
-        if engine_model is not None:
-            mkey = (key, engine)
-            if mkey not in engine_models:
-                try:
-                    engine_models[mkey] = engine_model(m, engine)
-                except LatencyKernelError as e:
-                    scored.append(Scored(p, None, error=str(e), engine=engine, chip=chip, model=name))
-                    continue
-            m = engine_models[mkey]
         try:
             pred = predictor(m, p)
         except LatencyKernelError as e:
