@@ -14,7 +14,6 @@ before any file is looked at, so a document can only reach files inside the thre
 
 from __future__ import annotations
 
-import difflib
 import errno
 import os
 from collections.abc import Callable
@@ -31,6 +30,8 @@ _PathLike = str | os.PathLike[str]
 
 def _listing(name: str, names: list[str], limit: int = 12) -> str:
     pool = sorted(set(names))
+    import difflib  # only on the error path: open() does not pay for it
+
     close = difflib.get_close_matches(name, pool, n=5, cutoff=0.5)
     ordered = close + [n for n in pool if n not in close]
     if not ordered:

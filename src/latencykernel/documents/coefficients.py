@@ -47,6 +47,7 @@ EVIDENCED: frozenset[str] = frozenset({"measured", "literature", "vendor_spec"})
 Name = Annotated[str, Field(min_length=1)]
 Text = Annotated[str, Field(min_length=1)]
 _SCOPE_KEYS = ("hardware", "model", "tp", "ep", "nodes_spanned", "engine")
+_UNSTATED: frozenset[Any] = frozenset({None})  # an unstated scope dimension in Scope.identity
 
 
 class Scope(StrictModel):
@@ -74,17 +75,25 @@ class Scope(StrictModel):
         return self
 
     def identity(self) -> tuple[frozenset[Any], ...]:
-        """The scope as sets, for comparing entries (hardware and model without case)."""
-        out: list[frozenset[Any]] = []
-        for k in _SCOPE_KEYS:
-            vals = getattr(self, k)
-            if vals is None:
-                out.append(frozenset({None}))
-            elif k in ("hardware", "model"):
-                out.append(frozenset(v.lower() for v in vals))
-            else:
-                out.append(frozenset(vals))
-        return tuple(out)
+        """The scope as sets, for comparing entries (hardware and model without case), in
+        ``_SCOPE_KEYS`` order. Spelled out field by field: it runs once per entry of every
+        coefficient set read (about 1100 on a first ``open()``; issue 9)."""
+        hw, model, tp, ep, spanned, engine = (
+            self.hardware,
+            self.model,
+            self.tp,
+            self.ep,
+            self.nodes_spanned,
+            self.engine,
+        )
+        return (
+            _UNSTATED if hw is None else frozenset([v.lower() for v in hw]),
+            _UNSTATED if model is None else frozenset([v.lower() for v in model]),
+            _UNSTATED if tp is None else frozenset(tp),
+            _UNSTATED if ep is None else frozenset(ep),
+            _UNSTATED if spanned is None else frozenset(spanned),
+            _UNSTATED if engine is None else frozenset(engine),
+        )
 
 
 class Source(StrictModel):

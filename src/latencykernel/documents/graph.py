@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from latencykernel.documents.base_models import Invalid, StrictModel
+from latencykernel.documents.base_models import Invalid, StrictModel, empty_list
 from latencykernel.documents.cache import cached
 from latencykernel.documents.validation import require_mapping, show, validate
 from latencykernel.documents.yaml_loader import read_yaml
@@ -189,7 +189,7 @@ Edge = Annotated[list[int], Field(min_length=2, max_length=2)]
 class LayerKind(StrictModel):
     id: Name
     nodes: Annotated[list[Node], Field(min_length=1)]
-    edges: list[Edge] = Field(default_factory=list)
+    edges: list[Edge] = Field(default_factory=empty_list)
 
     @model_validator(mode="after")
     def _edges_form_a_dag(self) -> LayerKind:
@@ -218,10 +218,10 @@ class LayerKind(StrictModel):
 
 
 class Stack(StrictModel):
-    prologue: list[Name] = Field(default_factory=list)
-    pattern: list[Name] = Field(default_factory=list)
+    prologue: list[Name] = Field(default_factory=empty_list)
+    pattern: list[Name] = Field(default_factory=empty_list)
     repeat: NonNegInt = 0
-    epilogue: list[Name] = Field(default_factory=list)
+    epilogue: list[Name] = Field(default_factory=empty_list)
 
     @model_validator(mode="after")
     def _repeat_with_pattern(self) -> Stack:
@@ -276,7 +276,7 @@ class ModelGraph(StrictModel):
     global_: GraphGlobal = Field(alias="global")
     layer_kinds: Annotated[list[LayerKind], Field(min_length=1)]
     stack: Stack
-    head: list[Node] = Field(default_factory=list)
+    head: list[Node] = Field(default_factory=empty_list)
     speculator: Speculator | None = None
     modality: Literal["", "text_only", "text_decoder_of_multimodal"] | None = None
 

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from latencykernel.documents.base_models import Invalid, StrictModel
+from latencykernel.documents.base_models import Invalid, StrictModel, empty_list
 from latencykernel.documents.cache import cached
 from latencykernel.documents.validation import require_mapping, show, validate
 from latencykernel.documents.yaml_loader import read_yaml_all
@@ -195,7 +195,7 @@ class OffloadTier(StrictModel):
 
 
 class Offload(StrictModel):
-    tiers: list[OffloadTier] = Field(default_factory=list)
+    tiers: list[OffloadTier] = Field(default_factory=empty_list)
     eviction_policy: str | None = None
     prefetch_depth: NonNegInt | None = None
     connector: str | None = None

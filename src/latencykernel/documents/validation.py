@@ -9,7 +9,6 @@ range). ``require_mapping`` refuses a document that is not a mapping. ``show`` a
 
 from __future__ import annotations
 
-import difflib
 import os
 import types
 import typing
@@ -214,6 +213,8 @@ def to_document_error(exc: ValidationError, model_cls: type[BaseModel], file: st
         unknown = str(loc[-1]) if loc else ""
         text = f"unknown key '{unknown}'"
         text += f"; accepted keys are: {', '.join(accepted)}" if accepted else ""
+        import difflib  # only on the error path: open() does not pay for it
+
         guess = difflib.get_close_matches(unknown, accepted, n=1, cutoff=0.6)
         if guess:
             text += f"; did you mean '{guess[0]}'?"
