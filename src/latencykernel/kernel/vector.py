@@ -75,30 +75,6 @@ def _coll_x(floor: float, b: Any, itr: float, ipk: float) -> Any:
     return x
 
 
-def _column(name: str, x: Any) -> np.ndarray:
-    a = np.asarray(x)
-    if a.ndim != 1:
-        raise LatencyKernelError(f"{name} must be a one-dimensional array, got shape {a.shape}")
-    kind = a.dtype.kind
-    if kind in "iu":
-        return a.astype(np.int64, copy=False)
-    if a.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    if kind == "f":
-        bad = ~np.isfinite(a) | (a != np.trunc(a))
-        if bad.any():
-            i = int(np.argmax(bad))
-            raise LatencyKernelError(f"{name} must hold whole numbers; {name}[{i}] is {a[i].item()!r}")
-        return a.astype(np.int64)
-    raise LatencyKernelError(f"{name} must hold integers, got an array of {a.dtype}")
-
-
-def _non_negative(name: str, a: np.ndarray) -> None:
-    if a.size and a.min() < 0:
-        i = int(np.argmax(a < 0))
-        raise LatencyKernelError(f"{name} must not be negative; {name}[{i}] is {int(a[i])}")
-
-
 def step_times(
     plan: FastPlan | None,
     fallback: Callable[[Batch], StepEstimate],
@@ -112,31 +88,24 @@ def step_times(
 ) -> StepTimes:
     """See ``Kernel.step_times``. ``plan`` is the kernel's fused plan (None: every step
     takes ``fallback``); ``fallback`` prices one batch (``Kernel.step_time``) for the steps
-    the plan hands back."""
-    st = _column("step", step)
-    s = _column("scheduled", scheduled)
-    c = _column("computed", computed)
+    the plan hands back. The columns come checked by ``Kernel.step_times``
+    (``kernel.arrays.token_array``: int64, whole, in [0, MAX_TOKENS]; ``step`` may be
+    negative and is checked here), and the settings are whole counts: nothing is converted
+    or range-checked twice."""
+    st, s, c = step, scheduled, computed
     n = len(st)
     for name, col in (("scheduled", s), ("computed", c)):
         if len(col) != n:
             raise LatencyKernelError(f"{name} has {len(col)} rows and step has {n}; they must be equal")
-    if prompt_len is not None:  # accepted for symmetry with ReqShape; the price does not read it
-        p = _column("prompt_len", prompt_len)
-        if len(p) != n:
-            raise LatencyKernelError(f"prompt_len has {len(p)} rows and step has {n}; they must be equal")
-        _non_negative("prompt_len", p)
-    th = int(decode_threshold)
-    if th < 0:
-        raise LatencyKernelError(f"decode_threshold must not be negative, got {decode_threshold}")
-    budget = int(sm_budget)
+    if prompt_len is not None and len(prompt_len) != n:  # accepted for symmetry with ReqShape; not read
+        raise LatencyKernelError(f"prompt_len has {len(prompt_len)} rows and step has {n}; they must be equal")
+    th = decode_threshold
+    budget = sm_budget
     # One pass when every row schedules the same tokens (a decode-only simulation), else two.
     smin = int(s[0]) if n else 0
     smax = smin
     if n and not (s == smin).all():
         smin, smax = int(s.min()), int(s.max())
-    if smin < 0:
-        _non_negative("scheduled", s)
-    _non_negative("computed", c)
     if n == 0:
         z = np.zeros(0)
         return StepTimes(z, z.copy(), np.zeros(0, dtype=object), {r: z.copy() for r in RESOURCES})
