@@ -29,18 +29,13 @@ from typing import Any
 
 import yaml
 
+from latencykernel.inputs import DEFAULT_COEFFICIENTS
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "src" / "latencykernel" / "data" / "scenarios"
 DEFAULT_REFERENCE = ROOT.parent / "shared" / "reference" / "blis-latency-kernel" / "testdata" / "aisimulate"
 
-ALL_SETS = [
-    "cost-model-primitives",
-    "cost-model-collectives",
-    "cost-model-host-overheads",
-    "cost-model-attention",
-    "cost-model-recurrent",
-    "cost-model-memory",
-]
+ALL_SETS = list(DEFAULT_COEFFICIENTS)  # the registry's six sets, in the order the twins list them
 ENGINE_ORDER = [
     "quantization",
     "cache_dtype",
