@@ -41,3 +41,13 @@ def test_validate_table_with_build_arguments() -> None:
     )
     assert r.returncode == 0, r.stderr
     assert "TPOT MEAN error" in r.stdout and "TTFT MEAN error" in r.stdout
+
+
+def test_validate_with_nothing_priced_is_exit_2(tmp_path: Path) -> None:
+    """Guards a score over nothing passing silently: a header-only CSV exited 0 with "no point
+    priced"."""
+    header = (DATA / "native.csv").read_text().splitlines()[0]
+    empty = tmp_path / "empty.csv"
+    empty.write_text(header + "\n")
+    r = run("validate", str(empty))
+    assert r.returncode == 2 and "no point could be priced" in r.stderr and "Traceback" not in r.stderr

@@ -57,6 +57,9 @@ def validate_cmd(
     elif scenario:
         dep = Deployment(scenario=scenario)
     rep = validate(measurements, deployment=dep, repos=repos_from(scenarios_dir, catalog, registry))
+    if not rep.priced():  # a score over nothing must not pass silently (in CI, say)
+        first = rep.unpriced()[0].error if rep.unpriced() else "the files hold no measured point"
+        raise LatencyKernelError(f"no point could be priced ({len(rep.scored)} read): {first}")
     if as_json:
         print_json(report_json(rep))
         return
