@@ -51,7 +51,8 @@ ALLOWED = {
         "derive",
         "kernel",
     },
-    "serving": {"errors", "batch", "step_model"},
+    # serving applies vLLM's start-up rules (resolve.startup) to the settings it is given
+    "serving": {"errors", "batch", "step_model", "resolve"},
     # charts draw result objects; matplotlib is imported only here
     "charts": {"errors", "batch", "step_model", "scenarios", "serving"},
     "cli": {

@@ -140,3 +140,20 @@ def test_prompt_low_end_one_is_accepted() -> None:
     """Guards the RandomRange prompt refusal going too far: a low end of exactly 1 is served."""
     r = simulate(Affine(), ClosedLoop(1, RandomRange(2, 0.5), 10, num_prompts=20))
     assert int(r.per_request["prompt"].min()) >= 1
+
+
+@pytest.mark.parametrize(
+    ("engine", "setting"),
+    [
+        ({"max_num_batched_tokens": 4, "max_num_seqs": 8}, "engine.max_num_batched_tokens"),
+        ({"block_size": 7}, "engine.block_size"),
+        ({"max_num_batched_tokens": 64, "max_model_len": 4096, "enable_chunked_prefill": False}, "max_num_batched"),
+    ],
+)
+def test_engine_settings_vllm_would_not_start_are_refused(engine: dict[str, Any], setting: str) -> None:
+    """Guards simulate() running settings vLLM refuses at start (a token budget below
+    max_num_seqs, a block size no attention backend pages): they were simulated."""
+    with pytest.raises(LatencyKernelError, match=setting):
+        simulate(Affine(), ClosedLoop(2, 16, 4), **engine)
+    ok = {k: v for k, v in engine.items() if k != "block_size"} | {"max_num_batched_tokens": 4096}
+    simulate(Affine(), ClosedLoop(2, 16, 4), **ok)  # the twin that starts

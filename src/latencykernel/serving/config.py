@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from latencykernel.errors import LatencyKernelError
+from latencykernel.resolve.startup import check_block_size, check_scheduler_limits
 from latencykernel.serving.workload import real
 from latencykernel.step_model import EngineLimits, StepModel
 
@@ -127,11 +128,14 @@ def resolve_engine(model: StepModel, engine: dict[str, Any]) -> tuple[EngineConf
                 "int(0.04 x max_model_len), vLLM's default when max_num_partial_prefills > 1",
             )
         )
-    if not chunked and mml and mnbt < mml:
-        raise LatencyKernelError(
-            f"max_num_batched_tokens ({mnbt}) is smaller than max_model_len ({mml}) with chunked prefill off; "
-            "vLLM refuses this (SchedulerConfig.verify_max_model_len)"
-        )
+    # Settings given here that vLLM would not start with are refused by the same rules the
+    # kernel applies to a deployment (resolve/startup.py); the step model's own limits were
+    # checked when it was built.
+    if any(
+        key in engine for key in ("max_num_seqs", "max_num_batched_tokens", "max_model_len", "enable_chunked_prefill")
+    ):
+        check_scheduler_limits(mnbt, mns, mml, chunked)
+    check_block_size(bs, "block_size" in engine)
     policy = str(pick("scheduling_policy", lim.scheduling_policy, src))
     if policy not in ("fcfs", "priority"):
         raise LatencyKernelError(f"scheduling_policy must be fcfs or priority, got {policy!r}")
