@@ -259,11 +259,8 @@ def takes_deployment(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def check_batch(kernel: Any, batch: Any, unchecked: bool) -> None:
     """Refuse a batch the engine would not run (``Kernel.check``) unless ``--unchecked``."""
-    if unchecked:
-        return
-    check = getattr(kernel, "check", None)
-    if check is not None:
-        check(batch)
+    if not unchecked:
+        kernel.check(batch)
 
 
 # --------------------------------------------------------------------------- output
