@@ -74,14 +74,17 @@ def uniform(sim: Simulation, eng: Engine, plans: list[Plan]) -> bool:
     anyp = False
     w = 1 + eng.cfg.num_speculative_tokens
     for rk, plan in zip(eng.ranks, plans):
-        if len(plan) != len(rk.running):
+        n = len(plan)
+        if n != len(rk.running):
             return False
-        for p in plan:
-            if not p[4] or p[1] != w:
-                return False
-        if sim.disagg and plan and sim.stage[plan[0][0]] == 0:
+        if not n:
+            continue
+        cols = list(zip(*plan))  # the checks below run in C over each column
+        if cols[1].count(w) != n or cols[4].count(True) != n:
             return False
-        anyp = anyp or bool(plan)
+        if sim.disagg and sim.stage[plan[0][0]] == 0:
+            return False
+        anyp = True
     return anyp
 
 
@@ -118,15 +121,13 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
             per.append({})
             continue
         pc = list(zip(*plan))  # the plan's columns, transposed in C
-        rl = list(pc[0])
-        if min(map(sim.oute.__getitem__, rl)) == 0:
+        rid = np.array(pc[0], dtype=np.int64)
+        if sim.oute_a[rid].min() == 0:
             return False  # a first token still in flight: the ordinary path stamps it
-        n = len(rl)
-        rid = np.array(rl, dtype=np.int64)
         c0 = np.array(pc[2], dtype=np.int64)
         e0 = np.array(pc[3], dtype=np.int64)
-        tgt = np.fromiter(map(sim.target.__getitem__, rl), dtype=np.int64, count=n)
-        o0 = np.fromiter(map(sim.outs.__getitem__, rl), dtype=np.int64, count=n)  # after step 0's placeholder
+        tgt = sim.target_a[rid]
+        o0 = sim.outs_a[rid]  # after step 0's placeholder
         left = tgt - o0  # tokens still to schedule after step 0
         if k == 0:
             f = left  # one token a step: the last token comes at step `left`
@@ -148,7 +149,7 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
         if not d:
             continue
         rid, c0 = d["rid"], d["c0"]
-        held = np.fromiter(map(sim.blk.__getitem__, rid.tolist()), dtype=np.int64, count=len(rid))  # after step 0
+        held = sim.blk_a[rid]  # after step 0
         d["held"] = held
         if k == 0:
             # one token a step: request i computes c0 + j tokens before step j and first
@@ -202,8 +203,7 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
             dd = np.array([e.overlap if cfg.overlap else e.no_overlap for e in ests], dtype=np.float64)
             bb = np.array([e.bottleneck for e in ests], dtype=object)
         else:
-            step = np.repeat(np.arange(m, dtype=np.int64), nreq)
-            sched = np.full(nreq * m, 1 + k, dtype=np.int64)
+            step, sched = _layout(nreq, m, 1 + k)
             st = eng.model.step_times(step, sched, cols.reshape(-1), decode_threshold=cfg.decode_threshold)
             dd = np.asarray(st.overlap if cfg.overlap else st.no_overlap, dtype=np.float64)
             bb = np.asarray(st.bottleneck)
@@ -242,6 +242,28 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
         return False
     _commit(sim, eng, plans, per, m, commit, times, dur, bott)
     return True
+
+
+_LAYOUTS: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+_LAYOUT_ROWS = 1 << 22  # rows the layouts may hold together (64 MiB)
+
+
+def _layout(nreq: int, m: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``step`` and ``scheduled`` columns of ``m`` steps of ``nreq`` decodes of
+    ``width`` tokens each (0,0,…,1,1,…; width everywhere): read-only slices of the longest
+    built so far for this (nreq, width), so a run allocates neither."""
+    key = (nreq, width)
+    have = _LAYOUTS.get(key)
+    if have is None or len(have[0]) < nreq * m:
+        steps = max(m, 2 * (len(have[0]) // nreq) if have is not None else m)
+        if sum(len(a) for a, _ in _LAYOUTS.values()) + nreq * steps > _LAYOUT_ROWS:
+            _LAYOUTS.clear()  # bounded memory: a long search meets many batch sizes
+        step = np.repeat(np.arange(steps, dtype=np.int64), nreq)
+        sched = np.full(nreq * steps, width, dtype=np.int64)
+        step.flags.writeable = False
+        sched.flags.writeable = False
+        have = _LAYOUTS[key] = (step, sched)
+    return have[0][: nreq * m], have[1][: nreq * m]
 
 
 def _spec_finish(sim: Simulation, rid: np.ndarray, left: np.ndarray, a: float) -> np.ndarray:
@@ -327,42 +349,38 @@ def _commit(
             pending.append([])
             continue
         rid = d["rid"]
-        rl = rid.tolist()
-        n = len(rl)
+        n = len(rid)
         held = d["held"]
         # decisions through step `last` (blocks are only ever added: a request keeps what
         # it holds when rolled-back drafts leave it more than the formula)
         if k == 0:
             c0 = d["c0"]
-            comp_new = (c0 + (last + 1)).tolist()
-            outs_new = (d["o0"] + last).tolist()
+            comp_new = c0 + (last + 1)
+            outs_new = d["o0"] + last
             first = d["first"]
             grown = np.where(last >= first, (last - first) // eng.cfg.block_size + 1, 0)
-            blk_new = (held + grown).tolist()
-            em_sum = [commit] * n  # one token a step
-            pend_c = (c0 + last).tolist()
-            pend_e = [1] * n
+            blk_new = held + grown
+            em_sum: Any = commit  # one token a step
+            pend_c = c0 + last
+            pend_e: Any = None
         else:
             emit, cb, adv, blocks = d["emit"], d["cb"], d["adv"], d["blocks"]
-            comp_new = (cb[:, last] + adv[:, last]).tolist()
-            outs_new = (d["o0"] + emit[:, 1 : last + 1].sum(axis=1)).tolist()
-            blk_new = np.maximum(blocks[:, last], held).tolist()
-            em_sum = emit[:, :commit].sum(axis=1).tolist()
-            pend_c = cb[:, last].tolist()
-            pend_e = emit[:, last].tolist()
+            comp_new = cb[:, last] + adv[:, last]
+            outs_new = d["o0"] + emit[:, 1 : last + 1].sum(axis=1)
+            blk_new = np.maximum(blocks[:, last], held)
+            em_sum = emit[:, :commit].sum(axis=1)
+            pend_c = cb[:, last]
+            pend_e = emit[:, last]
         rk.free -= int(d["extra"][last])
-        comp, outs, blk = sim.comp, sim.outs, sim.blk
-        for i, r in enumerate(rl):
-            comp[r] = comp_new[i]
-            outs[r] = outs_new[i]
-            blk[r] = blk_new[i]
+        sim.comp_a[rid] = comp_new
+        sim.outs_a[rid] = outs_new
+        sim.blk_a[rid] = blk_new
         if k:
-            for r in rl:
-                sim.nspec[r] += last
+            sim.nspec_a[rid] += last
         # outputs of steps 0..commit-1 at once, as ``_outputs`` takes them one by one:
         # every request here has emitted before, so each emission is a gap
         ends = times[1 : commit + 1]
-        le = np.fromiter(map(sim.last_emit.__getitem__, rl), dtype=np.float64, count=n)
+        le = sim.last_emit_a[rid]
         e0 = 1 if k == 0 else d["emit"][:, 0]
         sim.itl_vals.append((ends[0] - le) + e0 * otpt)
         sim.itl_wts.append(np.ones(n, dtype=np.int64))
@@ -376,18 +394,15 @@ def _commit(
                 sim.itl_vals.append((gaps[None, :] + em * otpt).reshape(-1))
                 sim.itl_wts.append(np.ones(n * (commit - 1), dtype=np.int64))
         t_last = float(ends[-1])
-        oute, last_emit, target = sim.oute, sim.last_emit, sim.target
-        done = []
-        for r, e in zip(rl, em_sum):
-            o = oute[r] + e
-            oute[r] = o
-            last_emit[r] = t_last
-            if o >= target[r]:
-                done.append(r)
-        for r in done:
+        o = sim.oute_a[rid] + em_sum
+        sim.oute_a[rid] = o
+        sim.last_emit_a[rid] = t_last
+        done = rid[o >= sim.target_a[rid]]
+        for r in done.tolist():
             sim._finish(rk, r, t_last)
         if commit < m:
-            pending.append(list(zip(rl, [1 + k] * n, pend_c, pend_e, [True] * n)))
+            pe = [1] * n if pend_e is None else pend_e.tolist()
+            pending.append(list(zip(rid.tolist(), [1 + k] * n, pend_c.tolist(), pe, [True] * n)))
     eng.t = float(times[commit])
     sim.now = eng.t
     sim._kv_sample(eng, eng.t)

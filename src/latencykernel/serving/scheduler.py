@@ -18,6 +18,7 @@ A plan entry is ``(request, scheduled_tokens, computed_before, emitted_tokens, d
 
 from __future__ import annotations
 
+from array import array
 from collections import deque
 from typing import TYPE_CHECKING
 
@@ -38,7 +39,7 @@ class Rank:
 
     def __init__(self, index: int, usable_blocks: int, engine: int) -> None:
         self.index = index
-        self.running: list[int] = []
+        self.running: array[int] = array("q")  # admitted requests, oldest first
         self.waiting: deque[int] = deque()
         self.free = usable_blocks  # blocks in the free pool
         self.shared = 0  # prefix-cache blocks resident once for every request sharing them
@@ -59,13 +60,12 @@ def _decode_prefix(
     next block; it stops where a request is neither, where the budget ends, and before the
     first decode the free pool cannot serve (the loop preempts from there). Returns where the
     loop resumes and the budget left; the effect equals the loop's own iterations."""
-    running = rk.running
-    n = len(running)
-    comp, outs = sim.comp, sim.outs
-    c = np.fromiter(map(comp.__getitem__, running), dtype=np.int64, count=n)
-    o = np.fromiter(map(outs.__getitem__, running), dtype=np.int64, count=n)
-    p = np.fromiter(map(sim.prompt.__getitem__, running), dtype=np.int64, count=n)
-    tg = np.fromiter(map(sim.target.__getitem__, running), dtype=np.int64, count=n)
+    run = np.array(rk.running, dtype=np.int64)  # a copy (the column may grow later)
+    n = len(run)
+    c = sim.comp_a[run]
+    o = sim.outs_a[run]
+    p = sim.prompt_a[run]
+    tg = sim.target_a[run]
     skip = o >= tg
     dec = (c == p + o - 1) & ~skip & (c + 1 <= mml - 1)
     bad = np.flatnonzero(~(dec | skip))
@@ -76,25 +76,22 @@ def _decode_prefix(
         end = int(di[-1]) + 1 if budget else 0
     if len(di) == 0:
         return end if budget else 0, budget
-    blk = sim.blk
-    ids = [running[j] for j in di.tolist()]
+    ids_a = run[di]
     cd = c[di]
-    b = np.fromiter(map(blk.__getitem__, ids), dtype=np.int64, count=len(ids))
+    b = sim.blk_a[ids_a]
     need = np.maximum(-(-(cd + 1) // bs) - b, 0)
     over = np.flatnonzero(np.cumsum(need) > rk.free)
     if len(over):
         q = int(over[0])
         end = int(di[q])  # this decode cannot be served: the loop preempts from it
-        ids, cd, b, need = ids[:q], cd[:q], b[:q], need[:q]
-        if not ids:
+        ids_a, cd, b, need = ids_a[:q], cd[:q], b[:q], need[:q]
+        if not len(ids_a):
             return end, budget
     rk.free -= int(need.sum())
-    od = o[di[: len(ids)]]
-    cl, ol, bl = (cd + 1).tolist(), (od + 1).tolist(), (b + need).tolist()
-    for j, r in enumerate(ids):
-        comp[r] = cl[j]
-        outs[r] = ol[j]
-        blk[r] = bl[j]
+    sim.comp_a[ids_a] = cd + 1
+    sim.outs_a[ids_a] = o[di[: len(ids_a)]] + 1
+    sim.blk_a[ids_a] = b + need
+    ids = ids_a.tolist()
     ones = [1] * len(ids)
     plan.extend(zip(ids, ones, cd.tolist(), ones, [True] * len(ids)))
     return end, budget - len(ids)

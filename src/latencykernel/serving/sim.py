@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from array import array
 from collections.abc import Callable
 from typing import Any
 
@@ -48,6 +49,31 @@ __all__ = ["Simulation", "Pool"]
 INF = math.inf
 FAST_OUTPUTS = 32  # plans from this size have their outputs taken with numpy
 Plan = list[tuple[int, int, int, int, bool]]
+
+
+def _ints(values: np.ndarray | None, n: int = 0) -> array[int]:
+    """An int64 column: ``values`` (any integer array), or ``n`` zeros."""
+    a: array[int] = array("q")
+    if values is None:
+        a.frombytes(bytes(8 * n))
+    else:
+        a.frombytes(np.ascontiguousarray(values, dtype=np.int64).tobytes())
+    return a
+
+
+def _floats(values: np.ndarray | None, n: int = 0) -> array[float]:
+    """A float64 column: ``values``, or ``n`` zeros."""
+    a: array[float] = array("d")
+    if values is None:
+        a.frombytes(bytes(8 * n))
+    else:
+        a.frombytes(np.ascontiguousarray(values, dtype=np.float64).tobytes())
+    return a
+
+
+def _view(a: array[Any]) -> np.ndarray:
+    """A numpy array over ``a``'s memory (writes through; ``a`` must never be resized)."""
+    return np.frombuffer(a, dtype=np.int64 if a.typecode == "q" else np.float64)
 
 
 class Pool:
@@ -94,27 +120,36 @@ class Simulation:
         self.pools = pools
         n = len(reqs)
         self.n = n
-        self.prompt: list[int] = reqs.prompt.tolist()
-        self.osl: list[int] = reqs.output.tolist()
-        self.hit: list[int] = reqs.cached.tolist()
-        self.send_at: list[float] = reqs.arrival_s.tolist()
+        # Request state: one column per field, indexed by request. Each is an ``array.array``
+        # (Python-int access as fast as a list's for the scheduler's request-by-request loop)
+        # with a numpy view over the same memory (``*_a``) for the steps and runs that touch
+        # many requests at once. The columns are never resized, so the views stay valid.
+        self.prompt = _ints(reqs.prompt)
+        self.osl = _ints(reqs.output)
+        self.hit = _ints(reqs.cached)
+        self.send_at = _floats(reqs.arrival_s)
         self.max_in_flight = reqs.max_in_flight
         self.disagg = len(pools) == 2
         # per stage target: on a prefill pool a request samples one token (max_tokens=1)
-        self.target: list[int] = [1] * n if self.disagg else list(self.osl)
-        self.comp = [0] * n
-        self.outs = [0] * n
-        self.oute = [0] * n  # output tokens the client has seen
-        self.blk = [0] * n
-        self.ext = [0] * n
-        self.nspec = [0] * n
-        self.stage = [0] * n
-        self.first_sched = [-1.0] * n
-        self.sent = [0.0] * n
-        self.first_client = [0.0] * n
-        self.done_client = [0.0] * n
-        self.last_emit = [0.0] * n
-        self.preempted = [0] * n
+        self.target = _ints(np.ones(n, dtype=np.int64) if self.disagg else reqs.output)
+        self.comp = _ints(None, n)
+        self.outs = _ints(None, n)
+        self.oute = _ints(None, n)  # output tokens the client has seen
+        self.blk = _ints(None, n)
+        self.ext = _ints(None, n)
+        self.nspec = _ints(None, n)
+        self.stage = _ints(None, n)
+        self.first_sched = _floats(np.full(n, -1.0))
+        self.sent = _floats(None, n)
+        self.first_client = _floats(None, n)
+        self.done_client = _floats(None, n)
+        self.last_emit = _floats(None, n)
+        self.preempted = _ints(None, n)
+        view = _view
+        self.prompt_a, self.target_a, self.comp_a = view(self.prompt), view(self.target), view(self.comp)
+        self.outs_a, self.oute_a, self.blk_a = view(self.outs), view(self.oute), view(self.blk)
+        self.nspec_a, self.last_emit_a = view(self.nspec), view(self.last_emit)
+        self.first_client_a = view(self.first_client)
         self.phase = phase if phase is not None else np.zeros(n)
         self.admission_s = admission_s
         self.otpt = output_token_s
@@ -339,8 +374,8 @@ class Simulation:
                 sched: list[int] = []
                 comp: list[int] = []
             else:
-                sched = [p[1] for p in plan]
-                comp = [p[2] for p in plan]
+                cols = list(zip(*plan))  # the plan's columns, transposed in C
+                sched, comp = list(cols[1]), list(cols[2])
             e = model.step_time(Batch.trusted(sched, comp, dt))
             d = e.overlap if overlap else e.no_overlap
             if not 0.0 <= d < INF:
@@ -396,34 +431,37 @@ class Simulation:
     def _outputs_many(self, rk: Rank, plan: Plan, t: float) -> None:
         """``_outputs`` with numpy for a large plan: the same stamps, gaps and finishes."""
         otpt = self.otpt
-        rs = [p[0] for p in plan if p[3]]
-        if not rs:
-            return
-        es = [p[3] for p in plan if p[3]]
-        oute, last_emit = self.oute, self.last_emit
-        o_old = np.fromiter(map(oute.__getitem__, rs), dtype=np.int64, count=len(rs))
-        e = np.array(es, dtype=np.int64)
+        cols = list(zip(*plan))
+        e = np.array(cols[3], dtype=np.int64)
+        emits = e > 0
+        if not emits.all():
+            if not emits.any():
+                return
+            rs = np.array(cols[0], dtype=np.int64)[emits]
+            e = e[emits]
+        else:
+            rs = np.array(cols[0], dtype=np.int64)
+        o_old = self.oute_a[rs]
         o_new = o_old + e
         gap = o_old > 0
         if gap.all():
-            le = np.fromiter(map(last_emit.__getitem__, rs), dtype=np.float64, count=len(rs))
-            self.itl_vals.append((t - le) + e * otpt)
+            self.itl_vals.append((t - self.last_emit_a[rs]) + e * otpt)
             self.itl_wts.append(np.ones(len(rs), dtype=np.int64))
         else:
-            for r, o, ee, g in zip(rs, o_new.tolist(), es, gap.tolist()):
-                if g:
-                    self.itl_one.append((t - last_emit[r]) + ee * otpt)
-                else:
-                    self.first_client[r] = t + o * otpt
-        target = self.target
-        done = []
-        for r, o in zip(rs, o_new.tolist()):
-            oute[r] = o
-            last_emit[r] = t
-            if o >= target[r]:
-                done.append(r)
-        for r in done:
-            self._finish(rk, r, t)
+            # first chunks stamp the first token; the others add a gap (the distributions
+            # are of multisets: the order gaps are collected in does not matter)
+            first = ~gap
+            self.first_client_a[rs[first]] = t + o_new[first] * otpt
+            if gap.any():
+                rg = rs[gap]
+                self.itl_vals.append((t - self.last_emit_a[rg]) + e[gap] * otpt)
+                self.itl_wts.append(np.ones(len(rg), dtype=np.int64))
+        self.oute_a[rs] = o_new
+        self.last_emit_a[rs] = t
+        done = rs[o_new >= self.target_a[rs]]
+        if len(done):
+            for r in done.tolist():
+                self._finish(rk, r, t)
 
     def _release(self, rk: Rank, r: int) -> None:
         rk.running.remove(r)
