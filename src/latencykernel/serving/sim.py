@@ -193,6 +193,7 @@ class Simulation:
         self.arrivals: list[tuple[float, int, int]] = []  # (ready time, seq, request)
         self.frees: list[float] = []  # client-side completion times not yet processed
         self._seq = 0
+        self._adm_next: tuple[int, float] = (-1, 0.0)
         self.next_to_send = 0
         self.last_token_t = 0.0
         self.backlog_at: list[tuple[float, int]] = []
@@ -207,6 +208,14 @@ class Simulation:
         if not 0.0 <= a < INF:
             raise runs.bad_time(f"admission_overhead({self.prompt[r]})", a)
         self._push(t + a, r)
+
+    def _next_admission_s(self) -> float:
+        """The admission overhead of the next request the client will send (cached)."""
+        r = self.next_to_send
+        if self._adm_next[0] != r:
+            a = self.admission_s(self.prompt[r])
+            self._adm_next = (r, a if 0.0 <= a < INF else 0.0)  # a bad value is refused when sent
+        return self._adm_next[1]
 
     def _push(self, ready: float, r: int) -> None:
         heapq.heappush(self.arrivals, (ready, self._seq, r))
@@ -309,6 +318,12 @@ class Simulation:
             for e in engines:
                 if e is not eng and e.t < others:
                     others = e.t
+            # a client event only sends: the earliest arrival it can cause reaches the engines
+            # one admission overhead later (sends go in request order)
+            if ts < INF and self.next_to_send < self.n:
+                ts += self._next_admission_s()
+            else:
+                ts = INF
             before = self.completed
             self._act(eng, min(ta, ts, others), others)
             if self.progress is not None and self.completed // tick != before // tick:
