@@ -184,39 +184,12 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
     if m <= 1:
         return False
     # price steps 0..m-1 of every rank; the engine's step is its slowest rank's
-    dur = None
-    bott = None
-    for d in per:
-        if not d:
-            continue
-        nreq = len(d["rid"])
-        if k == 0:
-            cols = np.arange(m, dtype=np.int64)[:, None] + d["c0"][None, :]  # step-major
-        else:
-            cols = np.ascontiguousarray(d["cb"][:, :m].T)
-        if m <= SHORT_RUN:
-            # a short run: one step_time a step costs less than step_times' set-up, and
-            # equals it (the StepModel contract)
-            dt = cfg.decode_threshold
-            sched_l = [1 + k] * nreq
-            ests = [eng.model.step_time(Batch.trusted(sched_l, col, dt)) for col in cols.tolist()]
-            dd = np.array([e.overlap if cfg.overlap else e.no_overlap for e in ests], dtype=np.float64)
-            bb = np.array([e.bottleneck for e in ests], dtype=object)
-        else:
-            step, sched = _layout(nreq, m, 1 + k)
-            st = eng.model.step_times(step, sched, cols.reshape(-1), decode_threshold=cfg.decode_threshold)
-            dd = np.asarray(st.overlap if cfg.overlap else st.no_overlap, dtype=np.float64)
-            bb = np.asarray(st.bottleneck)
-        if not (np.isfinite(dd).all() and dd.min() >= 0.0):
-            bad = dd[~(np.isfinite(dd) & (dd >= 0.0))][0]
-            raise bad_time(f"step_times over a run of {m} decode steps", float(bad))
-        if dur is None:
-            dur, bott = dd.copy(), bb.copy()
-        else:
-            assert bott is not None
-            longer = dd > dur
-            dur[longer] = dd[longer]
-            bott[longer] = bb[longer]
+    dd_all, bb_all = _price_run(eng, [d for d in per if d], m, k)
+    dur, bott = dd_all[0].copy(), bb_all[0].copy()
+    for dd, bb in zip(dd_all[1:], bb_all[1:]):
+        longer = dd > dur  # strictly: the first rank wins a tie, as the step-by-step loop
+        dur[longer] = dd[longer]
+        bott[longer] = bb[longer]
     if len(ranks) > 1 and any(not d for d in per):
         # idle ranks run empty steps beside the busy ones
         if eng.empty is None:
@@ -242,6 +215,48 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
         return False
     _commit(sim, eng, plans, per, m, commit, times, dur, bott)
     return True
+
+
+def _price_run(eng: Engine, busy: list[dict[str, Any]], m: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Durations and bottlenecks, shape (ranks, m), of steps 0..m-1 of each busy rank's run:
+    one ``step_times`` call for all of them (each step's price is the one ``step_time``
+    gives its batch: the StepModel contract), or ``step_time`` a step when there are few."""
+    cfg = eng.cfg
+    cols = []
+    for d in busy:
+        if k == 0:
+            cols.append(np.arange(m, dtype=np.int64)[:, None] + d["c0"][None, :])  # step-major
+        else:
+            cols.append(np.ascontiguousarray(d["cb"][:, :m].T))
+    q = len(busy)
+    if q * m <= SHORT_RUN:
+        # a short run: one step_time a step costs less than step_times' set-up
+        dt = cfg.decode_threshold
+        dd = np.empty((q, m), dtype=np.float64)
+        bb = np.empty((q, m), dtype=object)
+        for i, c in enumerate(cols):
+            sched_l = [1 + k] * c.shape[1]
+            for j, col in enumerate(c.tolist()):
+                e = eng.model.step_time(Batch.trusted(sched_l, col, dt))
+                dd[i, j] = e.overlap if cfg.overlap else e.no_overlap
+                bb[i, j] = e.bottleneck
+    else:
+        if q == 1:
+            step, sched = _layout(cols[0].shape[1], m, 1 + k)
+            flat = cols[0].reshape(-1)
+        else:
+            # rank i's step j is step i·m + j of one call
+            widths = np.array([c.shape[1] for c in cols], dtype=np.int64)
+            step = np.repeat(np.arange(q * m, dtype=np.int64), np.repeat(widths, m))
+            flat = np.concatenate([c.reshape(-1) for c in cols])
+            sched = np.full(len(flat), 1 + k, dtype=np.int64)
+        st = eng.model.step_times(step, sched, flat, decode_threshold=cfg.decode_threshold)
+        dd = np.asarray(st.overlap if cfg.overlap else st.no_overlap, dtype=np.float64).reshape(q, m)
+        bb = np.asarray(st.bottleneck).reshape(q, m)
+    if not (np.isfinite(dd).all() and dd.min() >= 0.0):
+        bad = dd[~(np.isfinite(dd) & (dd >= 0.0))][0]
+        raise bad_time(f"step_times over a run of {m} decode steps", float(bad))
+    return dd, bb
 
 
 _LAYOUTS: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
@@ -344,6 +359,7 @@ def _commit(
     shift = 1 if eng.cfg.async_scheduling else 0
     sim.kv_t.extend(times[1:commit].tolist())
     sim.kv_u.extend(((used0 + extra_all[shift : commit - 1 + shift]) / tot).tolist())
+    same_gaps = 0  # one-token gaps of the committed steps after the first, by request count
     for rk, d in zip(eng.ranks, per):
         if not d:
             pending.append([])
@@ -385,11 +401,10 @@ def _commit(
         sim.itl_vals.append((ends[0] - le) + e0 * otpt)
         sim.itl_wts.append(np.ones(n, dtype=np.int64))
         if commit > 1:
-            gaps = np.diff(ends)  # step j's end minus step j-1's end, j = 1..commit-1
             if k == 0:
-                sim.itl_vals.append(gaps + otpt)
-                sim.itl_wts.append(np.full(len(gaps), n, dtype=np.int64))
+                same_gaps += n  # every rank's requests see the engine's step gaps: added once below
             else:
+                gaps = np.diff(ends)  # step j's end minus step j-1's end, j = 1..commit-1
                 em = d["emit"][:, 1:commit]
                 sim.itl_vals.append((gaps[None, :] + em * otpt).reshape(-1))
                 sim.itl_wts.append(np.ones(n * (commit - 1), dtype=np.int64))
@@ -403,6 +418,9 @@ def _commit(
         if commit < m:
             pe = [1] * n if pend_e is None else pend_e.tolist()
             pending.append(list(zip(rid.tolist(), [1 + k] * n, pend_c.tolist(), pe, [True] * n)))
+    if same_gaps:
+        sim.itl_vals.append(np.diff(times[1 : commit + 1]) + otpt)
+        sim.itl_wts.append(np.full(commit - 1, same_gaps, dtype=np.int64))
     eng.t = float(times[commit])
     sim.now = eng.t
     sim._kv_sample(eng, eng.t)
