@@ -221,14 +221,31 @@ def _price_run(eng: Engine, busy: list[dict[str, Any]], m: int, k: int) -> tuple
     """Durations and bottlenecks, shape (ranks, m), of steps 0..m-1 of each busy rank's run:
     one ``step_times`` call for all of them (each step's price is the one ``step_time``
     gives its batch: the StepModel contract), or ``step_time`` a step when there are few."""
-    cfg = eng.cfg
-    cols = []
+    # ranks whose batches are equal (attention-DP ranks served alike, as a closed loop of
+    # equal requests routes them) are priced once: a step model is deterministic
+    cols: list[np.ndarray] = []
+    slot: dict[bytes, int] = {}
+    which = []
     for d in busy:
-        if k == 0:
-            cols.append(np.arange(m, dtype=np.int64)[:, None] + d["c0"][None, :])  # step-major
-        else:
-            cols.append(np.ascontiguousarray(d["cb"][:, :m].T))
-    q = len(busy)
+        key = d["c0"].tobytes() if k == 0 else np.ascontiguousarray(d["cb"][:, :m]).tobytes()
+        i = slot.get(key)
+        if i is None:
+            i = slot[key] = len(cols)
+            if k == 0:
+                cols.append(np.arange(m, dtype=np.int64)[:, None] + d["c0"][None, :])  # step-major
+            else:
+                cols.append(np.ascontiguousarray(d["cb"][:, :m].T))
+        which.append(i)
+    dd, bb = _price_cols(eng, cols, m, k)
+    if len(cols) == len(busy):
+        return dd, bb
+    return dd[which], bb[which]
+
+
+def _price_cols(eng: Engine, cols: list[np.ndarray], m: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``_price_run`` over distinct batches: ``cols[i]`` is batch i's (m, requests) contexts."""
+    cfg = eng.cfg
+    q = len(cols)
     if q * m <= SHORT_RUN:
         # a short run: one step_time a step costs less than step_times' set-up
         dt = cfg.decode_threshold
