@@ -156,4 +156,31 @@ def test_engine_settings_vllm_would_not_start_are_refused(engine: dict[str, Any]
     with pytest.raises(LatencyKernelError, match=setting):
         simulate(Affine(), ClosedLoop(2, 16, 4), **engine)
     ok = {k: v for k, v in engine.items() if k != "block_size"} | {"max_num_batched_tokens": 4096}
-    simulate(Affine(), ClosedLoop(2, 16, 4), **ok)  # the twin that starts
+    # the twin that starts (a cache holding one max_model_len request, as vLLM requires)
+    simulate(Affine(kv_blocks=2048), ClosedLoop(2, 16, 4), **ok)
+
+
+def test_max_model_len_above_the_models_limit_is_refused() -> None:
+    """Guards simulate(max_model_len=…) serving a context longer than the model supports:
+    vLLM refuses to start above the length it derives from config.json, and so does the
+    simulation, naming the argument; at the limit it serves."""
+    m = Affine(model_max_model_len=4096, kv_blocks=10_000)
+    with pytest.raises(LatencyKernelError, match="max_model_len 4097 exceeds the 4096 tokens") as e:
+        simulate(m, ClosedLoop(1, 16, 4), max_model_len=4097)
+    assert getattr(e.value, "setting", None) == "max_model_len"
+    simulate(m, ClosedLoop(1, 16, 4), max_model_len=4096)
+    simulate(Affine(kv_blocks=30_000), ClosedLoop(1, 16, 4), max_model_len=100_000)  # limit unknown: no refusal
+
+
+def test_max_model_len_beyond_the_kv_cache_is_refused() -> None:
+    """Guards a max_model_len override leaving no room for one request of max_model_len
+    tokens: vLLM's check_enough_kv_cache_memory refuses to start. 64 blocks of 16 tokens less
+    the null block hold 1,008 tokens. vLLM checks the memory before a num_gpu_blocks override
+    applies, so an override (a test harness's tight cache) is not refused."""
+    m = Affine(block_size=16, kv_blocks=64)
+    simulate(m, ClosedLoop(1, 16, 4), max_model_len=1008)
+    with pytest.raises(
+        LatencyKernelError, match="max_model_len 1009 needs 64 KV blocks of 16 tokens, more than the 63"
+    ):
+        simulate(m, ClosedLoop(1, 16, 4), max_model_len=1009)
+    simulate(Affine(block_size=16), ClosedLoop(1, 16, 4), max_model_len=1024, num_gpu_blocks=64)

@@ -84,6 +84,16 @@ def test_limits_carry_the_scheduler_settings() -> None:
     assert not lim.lockstep_data_parallel  # dp = 1
 
 
+def test_max_model_len_override_held_to_the_models_derived_limit() -> None:
+    """Guards simulate(max_model_len=…) raised past the model: DeepSeek-V3's config.json
+    states yarn RoPE scaling, factor 40 over original_max_position_embeddings 4,096, so vLLM
+    derives 163,840 tokens; one more is refused naming the argument."""
+    assert guide().limits().model_max_model_len == 4096 * 40
+    with pytest.raises(RefusedError) as e:
+        estimate(guide(), isl=1024, osl=16, concurrency=1, max_model_len=163841)
+    assert e.value.setting == "max_model_len" and "163840 tokens the model supports" in str(e.value)
+
+
 def test_kernel_refuses_a_prompt_beyond_max_model_len() -> None:
     """Guards the refusal on the kernel's own max_model_len (32,768 on the guide)."""
     with pytest.raises(RefusedError) as e:

@@ -56,6 +56,8 @@ class EngineLimits:
     lockstep_data_parallel:  the data-parallel ranks step together (attention DP under a
                              shared MoE layer: vLLM syncs them every step), so a step lasts as
                              long as the slowest rank; False for independent replicas
+    model_max_model_len:     the longest context the model's config supports as vLLM derives
+                             it (0: unknown); a max_model_len given later is held to it
     """
 
     max_num_seqs: int
@@ -75,6 +77,7 @@ class EngineLimits:
     scheduling_policy: str = "fcfs"
     engine: str = "vllm"
     lockstep_data_parallel: bool = False
+    model_max_model_len: int = 0
 
 
 @runtime_checkable

@@ -43,6 +43,7 @@ from latencykernel.resolve.startup import (
     check_quantization,
     check_recurrent_heads,
     check_scheduler_limits,
+    model_max_model_len,
     resolve_max_model_len,
 )
 
@@ -754,6 +755,7 @@ def new(inputs: Inputs) -> Kernel:
         cudagraph_mode=mode_name,
         gpu_memory_utilization=util,
         max_model_len=max_len,
+        model_max_model_len=model_max_model_len(eng, facts),
         enable_chunked_prefill=chunked,
         kv_kinds=kv_kinds,
         hybrid_kv=hybrid_kv,

@@ -276,6 +276,7 @@ class Kernel:
             max_num_seqs=int(self._info["max_num_seqs"]),
             max_num_batched_tokens=int(self._info["max_batched_tokens"]),
             max_model_len=int(self._info.get("max_model_len", eng.max_model_len or 0)),
+            model_max_model_len=int(self._info.get("model_max_model_len", 0)),
             block_size=c.block_size,
             kv_blocks=self.kv_blocks(),
             enable_prefix_caching=eng.enable_prefix_caching is not False,

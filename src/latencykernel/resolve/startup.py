@@ -29,6 +29,7 @@ __all__ = [
     "check_block_size",
     "check_cluster_size",
     "resolve_max_model_len",
+    "model_max_model_len",
     "KERNEL_BLOCK_MULTIPLE",
     "MAX_GPUS_PER_NODE",
 ]
@@ -288,6 +289,18 @@ def check_cluster_size(gpus_per_node: int, nodes: int) -> None:
             "cluster.nodes",
             nodes,
         )
+
+
+def model_max_model_len(eng: Any, facts: Any) -> int:
+    """The longest context the model supports as vLLM derives it (``derived_max_model_len``,
+    with a RoPE scaling block stated in ``engine.hf_overrides`` taking the config's place);
+    0 when the model's config is not known. What a later max_model_len override is held to."""
+    if facts is None:
+        return 0
+    over = eng.hf_overrides
+    rope = over["rope_scaling"] if over is not None and isinstance(over.get("rope_scaling"), dict) else None
+    derived = derived_max_model_len(facts.max_len, rope if rope is not None else facts.rope_scaling)
+    return derived or 0
 
 
 def resolve_max_model_len(eng: Any, facts: Any, assumptions: Assumptions) -> int:

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from latencykernel.errors import LatencyKernelError
+from latencykernel.errors import LatencyKernelError, RefusedError
 from latencykernel.resolve.startup import check_block_size, check_scheduler_limits
 from latencykernel.serving.workload import real
 from latencykernel.step_model import EngineLimits, StepModel
@@ -135,6 +135,29 @@ def resolve_engine(model: StepModel, engine: dict[str, Any]) -> tuple[EngineConf
         key in engine for key in ("max_num_seqs", "max_num_batched_tokens", "max_model_len", "enable_chunked_prefill")
     ):
         check_scheduler_limits(mnbt, mns, mml, chunked)
+    if engine.get("max_model_len") is not None:
+        top = lim.model_max_model_len
+        if top and mml > top:
+            # vllm/config/model.py, _get_and_verify_max_len (as resolve.startup.check_max_model_len)
+            raise RefusedError(
+                f"max_model_len {mml} exceeds the {top} tokens the model supports (as vLLM derives it from "
+                "its config.json); vLLM refuses to start; lower max_model_len",
+                setting="max_model_len",
+                value=mml,
+            )
+    if mml > 0 and engine.get("max_model_len") is not None and engine.get("num_gpu_blocks") is None:
+        need = -(-mml // bs)
+        if need > blocks - 1:
+            # vllm/v1/core/kv_cache_utils.py, check_enough_kv_cache_memory: one request of
+            # max_model_len tokens must fit the KV memory (checked on the memory, before
+            # --num-gpu-blocks-override applies: an override is not held to it)
+            raise RefusedError(
+                f"max_model_len {mml} needs {need} KV blocks of {bs} tokens, more than the {blocks - 1} the "
+                "cache holds (num_gpu_blocks less vLLM's null block); vLLM refuses to start; lower "
+                "max_model_len or give the cache more blocks",
+                setting="max_model_len",
+                value=mml,
+            )
     check_block_size(bs, "block_size" in engine)
     policy = str(pick("scheduling_policy", lim.scheduling_policy, src))
     if policy not in ("fcfs", "priority"):
