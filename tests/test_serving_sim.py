@@ -283,6 +283,14 @@ CASES = [
         ClosedLoop(5, 50, RandomRange(60, 0.5), num_prompts=25),
     ),
     ("prefix", {"enable_prefix_caching": True}, ClosedLoop(4, 64, 40, num_prompts=16, prefix_hit_rate=0.5)),
+    # requests of very different lengths: runs pass completions, ranks fall idle mid-run
+    ("poisson-spread", {}, Poisson(2.0, 40, RandomRange(100, 0.9), num_prompts=40)),
+    (
+        "attention-dp-spread",
+        {"data_parallel_size": 3, "lockstep_data_parallel": True, "async_scheduling": True},
+        Poisson(2.0, 40, RandomRange(100, 0.9), num_prompts=30),
+    ),
+    ("closed-spread", {"max_num_seqs": 16}, ClosedLoop(6, 40, RandomRange(100, 0.9), num_prompts=40)),
 ]
 
 
@@ -310,6 +318,46 @@ def test_skip_ahead_equals_step_by_step(
     b = simulate(Affine(), wl, seed=1, skip_ahead=False, **engine)
     assert committed[0] == 0
     _same(a, b)
+
+
+@pytest.mark.parametrize("async_scheduling", [False, True])
+def test_runs_pass_completions_exactly(async_scheduling: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Guards the runs that go on past a request's last token (nobody waiting): the finished
+    request leaves the batch, frees its blocks and, in closed loop, its client's seat, whose
+    next request (one completion and one admission overhead later) the run must not pass.
+    Equal to the step-by-step loop, and such runs did happen (the equality is not vacuous)."""
+    import latencykernel.serving.runs as runs_mod
+    from latencykernel.serving.sim import Simulation
+
+    finished: list[float] = []
+    real_finish = Simulation._finish
+
+    def record(self: Any, rk: Any, r: int, t: float) -> None:
+        finished.append(t)
+        real_finish(self, rk, r, t)
+
+    inside = [0]
+    real_commit = runs_mod._commit
+
+    def commit(sim: Any, eng: Any, *args: Any) -> None:
+        before = len(finished)
+        real_commit(sim, eng, *args)
+        inside[0] += sum(1 for t in finished[before:] if t < eng.t - 1e-12)
+
+    monkeypatch.setattr(Simulation, "_finish", record)
+    monkeypatch.setattr(runs_mod, "_commit", commit)
+
+    def model() -> Affine:
+        m = Affine(async_scheduling=async_scheduling, max_num_seqs=16)
+        m.adm, m.otpt, m.comp = 0.02, 0.0005, 0.03
+        return m
+
+    wl = ClosedLoop(6, 40, RandomRange(100, 0.9), num_prompts=40)
+    a = simulate(model(), wl, seed=3, skip_ahead=True)
+    assert inside[0] > 0, "no run passed a completion"
+    b = simulate(model(), wl, seed=3, skip_ahead=False)
+    _same(a, b)
+    assert a.completed == b.completed == 40
 
 
 def test_skip_ahead_prices_fewer_calls() -> None:

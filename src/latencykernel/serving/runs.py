@@ -4,7 +4,10 @@ When every rank of an engine schedules exactly its running requests, each as a d
 nothing admissible waiting, the following steps differ only in their contexts until the
 first of: a request's last token, a KV block the pool cannot give (the step that would
 preempt), and the first step whose scheduling decision comes at or after the next event any
-other part of the simulation may cause. ``run`` prices such a run (``step_times``, or
+other part of the simulation may cause. With one token a step and no request waiting on any
+rank, a run goes on past a request's last token (the request leaves the batch and frees its
+blocks, which nobody claims), until the last request's, up to the arrival the freed client
+seat may cause in closed loop. ``run`` prices such a run (``step_times``, or
 ``step_time`` a step for a short one) and commits it; the result equals the step-by-step
 loop's exactly (tests/test_serving_sim.py).
 """
@@ -113,9 +116,13 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
     room = (bound - t0) / d0 if d0 > 0 else INF
     if room < 1.0:
         return False
-    # the longest run possible: until the first request's last token
+    # the longest run possible: until the first request's last token; or, one token a step
+    # with no request waiting anywhere (a finished request frees blocks and a seat nobody
+    # claims), until the last one's, each request leaving the batch after its last token
+    shrink = k == 0 and not any(rk.waiting for rk in ranks)
     per: list[dict[str, Any]] = []
     m = 1 << 30
+    hi = 0
     for plan in plans:
         if not plan:
             per.append({})
@@ -134,7 +141,10 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
         else:
             f = _spec_finish(sim, rid, left, a)
         m = min(m, int(f.min()) + 1)
-        per.append({"rid": rid, "c0": c0, "e0": e0, "o0": o0, "left": left, "tgt": tgt})
+        hi = max(hi, int(f.max()) + 1)
+        per.append({"rid": rid, "c0": c0, "e0": e0, "o0": o0, "left": left, "tgt": tgt, "f": f})
+    if shrink:
+        m = hi
     if m <= 1:
         return False
     # a cap so a single call stays a bounded size, and one from the bound: decode steps
@@ -154,15 +164,19 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
         if k == 0:
             # one token a step: request i computes c0 + j tokens before step j and first
             # needs block held + 1 at step s = held·bs − c0, then one more every bs steps
+            # (while it is scheduled: through its last token at step f)
+            f = d["f"]
             first = held * bs - c0
             hops = first[:, None] + bs * np.arange(-(-m // bs) + 1, dtype=np.int64)[None, :]
-            hops = hops[hops < m]
+            hops = hops[(hops < m) & (hops <= f[:, None])]
             extra = np.cumsum(np.bincount(hops, minlength=m)[:m])  # new blocks by step j
             d.update(first=first, extra=extra)
-            # the input position stays below max_model_len
-            near = mml - 1 - int(c0.max())
-            if near < m:
-                blocks_ok = min(blocks_ok, max(near, 0))
+            # the input position stays below max_model_len: a request at c0 + j = mml - 1
+            # schedules nothing at step j (a change of batch), so the run ends before it
+            near = mml - 1 - c0
+            near = near[(near < m) & (near <= f)]
+            if len(near):
+                blocks_ok = min(blocks_ok, max(int(near.min()), 0))
         else:
             adv, emit = _spec_columns(sim, rid, d["e0"], d["left"], m, a)
             cb = np.empty((len(rid), m), dtype=np.int64)
@@ -204,6 +218,16 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
     times = np.cumsum(np.concatenate(([t0], dur)))
     # the scheduling decision of step j comes at t[j] (sync) or t[j-1] (async): stop
     # before the first decision at or after the bound
+    if shrink and sim.max_in_flight and sim.next_to_send < sim.n:
+        # a request finishing inside the run frees its client's seat at its end as the
+        # client sees it, and the client sends the next request then: an arrival one
+        # admission overhead later, which the run must not pass
+        for d in per:
+            if d:
+                fin = d["f"] < m
+                if fin.any():
+                    seen = times[d["f"][fin] + 1] + sim.osl_a[d["rid"][fin]] * sim.otpt + sim.completion_s
+                    bound = min(bound, float(seen.min()) + sim._next_admission_s())
     dec = times[1:m] if not asy else times[0 : m - 1]
     late = np.nonzero(dec >= bound)[0]
     if len(late):
@@ -220,56 +244,83 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
 def _price_run(eng: Engine, busy: list[dict[str, Any]], m: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Durations and bottlenecks, shape (ranks, m), of steps 0..m-1 of each busy rank's run:
     one ``step_times`` call for all of them (each step's price is the one ``step_time``
-    gives its batch: the StepModel contract), or ``step_time`` a step when there are few."""
+    gives its batch: the StepModel contract), or ``step_time`` a step when there are few.
+    A request leaves its rank's batch after its last token (step ``f``); a rank left with
+    none runs empty steps (host time only), as an idle attention-DP rank does."""
     # ranks whose batches are equal (attention-DP ranks served alike, as a closed loop of
     # equal requests routes them) are priced once: a step model is deterministic
-    cols: list[np.ndarray] = []
+    batches: list[tuple[np.ndarray, np.ndarray | None]] = []
     slot: dict[bytes, int] = {}
     which = []
     for d in busy:
-        key = d["c0"].tobytes() if k == 0 else np.ascontiguousarray(d["cb"][:, :m]).tobytes()
+        if k == 0:
+            f = np.minimum(d["f"], m - 1)
+            key = d["c0"].tobytes() + f.tobytes()
+        else:
+            key = np.ascontiguousarray(d["cb"][:, :m]).tobytes()
         i = slot.get(key)
         if i is None:
-            i = slot[key] = len(cols)
+            i = slot[key] = len(batches)
             if k == 0:
-                cols.append(np.arange(m, dtype=np.int64)[:, None] + d["c0"][None, :])  # step-major
+                ctx = np.arange(m, dtype=np.int64)[:, None] + d["c0"][None, :]  # step-major
+                if int(f.min()) < m - 1:
+                    live = np.arange(m, dtype=np.int64)[:, None] <= f[None, :]
+                    batches.append((ctx[live], live.sum(axis=1)))
+                else:
+                    batches.append((ctx, None))
             else:
-                cols.append(np.ascontiguousarray(d["cb"][:, :m].T))
+                batches.append((np.ascontiguousarray(d["cb"][:, :m].T), None))
         which.append(i)
-    dd, bb = _price_cols(eng, cols, m, k)
-    if len(cols) == len(busy):
+    dd, bb = _price_cols(eng, batches, m, k)
+    if len(batches) == len(busy):
         return dd, bb
     return dd[which], bb[which]
 
 
-def _price_cols(eng: Engine, cols: list[np.ndarray], m: int, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """``_price_run`` over distinct batches: ``cols[i]`` is batch i's (m, requests) contexts."""
+def _price_cols(
+    eng: Engine, batches: list[tuple[np.ndarray, np.ndarray | None]], m: int, k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``_price_run`` over distinct batches: each is an (m, requests) array of contexts, or
+    (its rows step-major, the rows of each step) when requests leave during the run."""
     cfg = eng.cfg
-    q = len(cols)
+    q = len(batches)
+    w = 1 + k
     if q * m <= SHORT_RUN:
         # a short run: one step_time a step costs less than step_times' set-up
         dt = cfg.decode_threshold
         dd = np.empty((q, m), dtype=np.float64)
         bb = np.empty((q, m), dtype=object)
-        for i, c in enumerate(cols):
-            sched_l = [1 + k] * c.shape[1]
-            for j, col in enumerate(c.tolist()):
-                e = eng.model.step_time(Batch.trusted(sched_l, col, dt))
+        for i, (c, counts) in enumerate(batches):
+            if counts is None:
+                steps = c.tolist()
+            else:
+                ends = np.cumsum(counts).tolist()
+                flat = c.tolist()
+                steps = [flat[e - n : e] for e, n in zip(ends, counts.tolist())]
+            for j, col in enumerate(steps):
+                e = eng.model.step_time(Batch.trusted([w] * len(col), col, dt))
                 dd[i, j] = e.overlap if cfg.overlap else e.no_overlap
                 bb[i, j] = e.bottleneck
     else:
-        if q == 1:
-            step, sched = _layout(cols[0].shape[1], m, 1 + k)
-            flat = cols[0].reshape(-1)
+        if q == 1 and batches[0][1] is None:
+            c = batches[0][0]
+            step, sched = _layout(c.shape[1], m, w)
+            flat_a = c.reshape(-1)
         else:
-            # rank i's step j is step i·m + j of one call
-            widths = np.array([c.shape[1] for c in cols], dtype=np.int64)
-            step = np.repeat(np.arange(q * m, dtype=np.int64), np.repeat(widths, m))
-            flat = np.concatenate([c.reshape(-1) for c in cols])
-            sched = np.full(len(flat), 1 + k, dtype=np.int64)
-        st = eng.model.step_times(step, sched, flat, decode_threshold=cfg.decode_threshold)
-        dd = np.asarray(st.overlap if cfg.overlap else st.no_overlap, dtype=np.float64).reshape(q, m)
-        bb = np.asarray(st.bottleneck).reshape(q, m)
+            # batch i's step j is step i·m + j of one call (a step with no rows: empty)
+            rows = np.concatenate([np.full(m, c.shape[1]) if n is None else n for c, n in batches])
+            step = np.repeat(np.arange(q * m, dtype=np.int64), rows)
+            flat_a = np.concatenate([c.reshape(-1) for c, _ in batches])
+            sched = np.full(len(flat_a), w, dtype=np.int64)
+        st = eng.model.step_times(step, sched, flat_a, decode_threshold=cfg.decode_threshold)
+        dd = np.asarray(st.overlap if cfg.overlap else st.no_overlap, dtype=np.float64)
+        bb = np.asarray(st.bottleneck)
+        if len(dd) < q * m:  # the last batch's last steps have no rows: empty steps
+            e = eng.model.step_time(Batch.trusted([], [], cfg.decode_threshold))
+            pad = q * m - len(dd)
+            dd = np.concatenate((dd, np.full(pad, e.overlap if cfg.overlap else e.no_overlap)))
+            bb = np.concatenate((bb, np.full(pad, e.bottleneck, dtype=object)))
+        dd, bb = dd.reshape(q, m), bb.reshape(q, m)
     if not (np.isfinite(dd).all() and dd.min() >= 0.0):
         bad = dd[~(np.isfinite(dd) & (dd >= 0.0))][0]
         raise bad_time(f"step_times over a run of {m} decode steps", float(bad))
@@ -374,9 +425,9 @@ def _commit(
     # KV samples at the ends of steps 0..commit-2 (the last one is taken from the state
     # after its outputs, below): decided through step j (sync) or j + 1 (async)
     shift = 1 if eng.cfg.async_scheduling else 0
-    sim.kv_t.extend(times[1:commit].tolist())
-    sim.kv_u.extend(((used0 + extra_all[shift : commit - 1 + shift]) / tot).tolist())
-    same_gaps = 0  # one-token gaps of the committed steps after the first, by request count
+    kv_j = used0 + extra_all[shift : commit - 1 + shift]  # less the blocks finished requests free (below)
+    # one-token gaps of the committed steps after the first: requests emitting at each
+    same_gaps = np.zeros(max(commit - 1, 0), dtype=np.int64)
     for rk, d in zip(eng.ranks, per):
         if not d:
             pending.append([])
@@ -387,13 +438,16 @@ def _commit(
         # decisions through step `last` (blocks are only ever added: a request keeps what
         # it holds when rolled-back drafts leave it more than the formula)
         if k == 0:
-            c0 = d["c0"]
-            comp_new = c0 + (last + 1)
-            outs_new = d["o0"] + last
+            # one token a step while scheduled: request i's last decision in the run is at
+            # step min(f_i, last), and it emits at steps 0..min(f_i, commit - 1)
+            c0, f = d["c0"], d["f"]
+            lastd = np.minimum(f, last)
+            comp_new = c0 + (lastd + 1)
+            outs_new = d["o0"] + lastd
             first = d["first"]
-            grown = np.where(last >= first, (last - first) // eng.cfg.block_size + 1, 0)
+            grown = np.where(lastd >= first, (lastd - first) // eng.cfg.block_size + 1, 0)
             blk_new = held + grown
-            em_sum: Any = commit  # one token a step
+            em_sum: Any = np.minimum(f + 1, commit)
             pend_c = c0 + last
             pend_e: Any = None
         else:
@@ -419,25 +473,47 @@ def _commit(
         sim.itl_wts.append(np.ones(n, dtype=np.int64))
         if commit > 1:
             if k == 0:
-                same_gaps += n  # every rank's requests see the engine's step gaps: added once below
+                # every rank's requests see the engine's step gaps: added once below, each
+                # step's gap weighted by the requests emitting at it
+                same_gaps += np.bincount(np.minimum(f, commit - 1), minlength=commit)[::-1].cumsum()[::-1][1:]
             else:
                 gaps = np.diff(ends)  # step j's end minus step j-1's end, j = 1..commit-1
                 em = d["emit"][:, 1:commit]
                 sim.itl_vals.append((gaps[None, :] + em * otpt).reshape(-1))
                 sim.itl_wts.append(np.ones(n * (commit - 1), dtype=np.int64))
-        t_last = float(ends[-1])
         o = sim.oute_a[rid] + em_sum
         sim.oute_a[rid] = o
-        sim.last_emit_a[rid] = t_last
-        done = rid[o >= sim.target_a[rid]]
-        for r in done.tolist():
-            sim._finish(rk, r, t_last)
-        if commit < m:
-            pe = [1] * n if pend_e is None else pend_e.tolist()
-            pending.append(list(zip(rid.tolist(), [1 + k] * n, pend_c.tolist(), pe, [True] * n)))
-    if same_gaps:
+        fin = o >= sim.target_a[rid]
+        if k == 0:
+            at = np.minimum(f, commit - 1)  # the step each emits last
+            sim.last_emit_a[rid] = ends[at]
+            if fin.any():
+                # finished requests leave in step order, in plan order within a step, as
+                # the step-by-step loop takes them; their blocks return to the pool then
+                order = np.flatnonzero(fin)
+                order = order[np.argsort(at[order], kind="stable")]
+                if commit > 1:
+                    freed = np.bincount(at[order], weights=blk_new[order], minlength=commit)[: commit - 1]
+                    kv_j = kv_j - np.cumsum(freed).astype(np.int64)
+                for i, r in zip(order.tolist(), rid[order].tolist()):
+                    sim._finish(rk, r, float(ends[at[i]]))
+            if commit < m:
+                keep = f >= last  # still scheduled at the last decided step
+                pr = rid[keep].tolist()
+                nk = len(pr)
+                pending.append(list(zip(pr, [1] * nk, pend_c[keep].tolist(), [1] * nk, [True] * nk)))
+        else:
+            t_last = float(ends[-1])
+            sim.last_emit_a[rid] = t_last
+            for r in rid[fin].tolist():
+                sim._finish(rk, r, t_last)
+            if commit < m:
+                pending.append(list(zip(rid.tolist(), [1 + k] * n, pend_c.tolist(), pend_e.tolist(), [True] * n)))
+    sim.kv_t.extend(times[1:commit].tolist())
+    sim.kv_u.extend((kv_j / tot).tolist())
+    if same_gaps.any():
         sim.itl_vals.append(np.diff(times[1 : commit + 1]) + otpt)
-        sim.itl_wts.append(np.full(commit - 1, same_gaps, dtype=np.int64))
+        sim.itl_wts.append(same_gaps)
     eng.t = float(times[commit])
     sim.now = eng.t
     sim._kv_sample(eng, eng.t)

@@ -21,7 +21,8 @@ Skip-ahead: when every rank of an engine schedules exactly its running requests,
 decode, with nothing admissible waiting, the following steps differ only in their contexts
 until the first of: a request's last token, a KV block the pool cannot give (the step that
 would preempt), and the first step whose scheduling decision comes at or after the next event
-any other part of the simulation may cause (an arrival, another engine's step end). Such a
+any other part of the simulation may cause (an arrival, another engine's step end); with
+nobody waiting, a run goes on past a request's last token (``runs.py``). Such a
 run is priced in one vectorised ``step_times`` call and committed at once (``runs.py``); its results equal
 the step-by-step loop's exactly (tested).
 """
@@ -149,7 +150,7 @@ class Simulation:
         self.prompt_a, self.target_a, self.comp_a = view(self.prompt), view(self.target), view(self.comp)
         self.outs_a, self.oute_a, self.blk_a = view(self.outs), view(self.oute), view(self.blk)
         self.nspec_a, self.last_emit_a = view(self.nspec), view(self.last_emit)
-        self.first_client_a = view(self.first_client)
+        self.first_client_a, self.osl_a = view(self.first_client), view(self.osl)
         self.phase = phase if phase is not None else np.zeros(n)
         self.admission_s = admission_s
         self.otpt = output_token_s
