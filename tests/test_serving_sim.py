@@ -322,10 +322,10 @@ def test_skip_ahead_equals_step_by_step(
 
 @pytest.mark.parametrize("async_scheduling", [False, True])
 def test_runs_pass_completions_exactly(async_scheduling: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Guards the runs that go on past a request's last token (nobody waiting): the finished
-    request leaves the batch, frees its blocks and, in closed loop, its client's seat, whose
-    next request (one completion and one admission overhead later) the run must not pass.
-    Equal to the step-by-step loop, and such runs did happen (the equality is not vacuous)."""
+    """Guards the runs that go on past a request's last token (nobody waiting: open loop, or
+    a closed loop's tail once every request is sent): the finished request leaves the batch
+    and frees its blocks and its client's seat at the right times. Equal to the step-by-step
+    loop, and such runs did happen (the equality is not vacuous)."""
     import latencykernel.serving.runs as runs_mod
     from latencykernel.serving.sim import Simulation
 
@@ -352,12 +352,16 @@ def test_runs_pass_completions_exactly(async_scheduling: bool, monkeypatch: pyte
         m.adm, m.otpt, m.comp = 0.02, 0.0005, 0.03
         return m
 
-    wl = ClosedLoop(6, 40, RandomRange(100, 0.9), num_prompts=40)
-    a = simulate(model(), wl, seed=3, skip_ahead=True)
-    assert inside[0] > 0, "no run passed a completion"
-    b = simulate(model(), wl, seed=3, skip_ahead=False)
-    _same(a, b)
-    assert a.completed == b.completed == 40
+    for wl in (
+        ClosedLoop(6, 40, RandomRange(100, 0.9), num_prompts=40),
+        Poisson(3.0, 40, RandomRange(100, 0.9), num_prompts=40),
+    ):
+        inside[0] = 0
+        a = simulate(model(), wl, seed=3, skip_ahead=True)
+        assert inside[0] > 0, f"no run passed a completion ({wl})"
+        b = simulate(model(), wl, seed=3, skip_ahead=False)
+        _same(a, b)
+        assert a.completed == b.completed == 40
 
 
 def test_skip_ahead_prices_fewer_calls() -> None:

@@ -5,9 +5,9 @@ nothing admissible waiting, the following steps differ only in their contexts un
 first of: a request's last token, a KV block the pool cannot give (the step that would
 preempt), and the first step whose scheduling decision comes at or after the next event any
 other part of the simulation may cause. With one token a step and no request waiting on any
-rank, a run goes on past a request's last token (the request leaves the batch and frees its
-blocks, which nobody claims), until the last request's, up to the arrival the freed client
-seat may cause in closed loop. ``run`` prices such a run (``step_times``, or
+rank (in open loop, or once a closed-loop client has sent every request), a run goes on past
+a request's last token: the request leaves the batch and frees its blocks, which nobody
+claims, until the last request's. ``run`` prices such a run (``step_times``, or
 ``step_time`` a step for a short one) and commits it; the result equals the step-by-step
 loop's exactly (tests/test_serving_sim.py).
 """
@@ -117,9 +117,12 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
     if room < 1.0:
         return False
     # the longest run possible: until the first request's last token; or, one token a step
-    # with no request waiting anywhere (a finished request frees blocks and a seat nobody
-    # claims), until the last one's, each request leaving the batch after its last token
-    shrink = k == 0 and not any(rk.waiting for rk in ranks)
+    # with no request waiting anywhere (a finished request frees blocks nobody claims),
+    # until the last one's, each request leaving the batch after its last token. Not while
+    # a closed-loop client still has requests to send: the seat a finish frees brings the
+    # next request a step or two later, so such a run would price more steps than it keeps.
+    closed = bool(sim.max_in_flight) and sim.next_to_send < sim.n
+    shrink = k == 0 and not closed and not any(rk.waiting for rk in ranks)
     per: list[dict[str, Any]] = []
     m = 1 << 30
     hi = 0
@@ -218,16 +221,6 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
     times = np.cumsum(np.concatenate(([t0], dur)))
     # the scheduling decision of step j comes at t[j] (sync) or t[j-1] (async): stop
     # before the first decision at or after the bound
-    if shrink and sim.max_in_flight and sim.next_to_send < sim.n:
-        # a request finishing inside the run frees its client's seat at its end as the
-        # client sees it, and the client sends the next request then: an arrival one
-        # admission overhead later, which the run must not pass
-        for d in per:
-            if d:
-                fin = d["f"] < m
-                if fin.any():
-                    seen = times[d["f"][fin] + 1] + sim.osl_a[d["rid"][fin]] * sim.otpt + sim.completion_s
-                    bound = min(bound, float(seen.min()) + sim._next_admission_s())
     dec = times[1:m] if not asy else times[0 : m - 1]
     late = np.nonzero(dec >= bound)[0]
     if len(late):
