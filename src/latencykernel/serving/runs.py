@@ -15,6 +15,7 @@ loop's exactly (tests/test_serving_sim.py).
 from __future__ import annotations
 
 import math
+from operator import sub
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -123,6 +124,18 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
     # next request a step or two later, so such a run would price more steps than it keeps.
     closed = bool(sim.max_in_flight) and sim.next_to_send < sim.n
     shrink = k == 0 and not closed and not any(rk.waiting for rk in ranks)
+    if k == 0:
+        # the cheap refusals first, in C over the plan's request ids: a first token still in
+        # flight (the ordinary path stamps it), and a last token in step 0 when the run
+        # cannot go past it
+        oute, outs, target = sim.oute, sim.outs, sim.target
+        for plan in plans:
+            if plan:
+                rl = [p[0] for p in plan]
+                if min(map(oute.__getitem__, rl)) == 0:
+                    return False
+                if not shrink and min(map(sub, map(target.__getitem__, rl), map(outs.__getitem__, rl))) <= 0:
+                    return False
     per: list[dict[str, Any]] = []
     m = 1 << 30
     hi = 0
