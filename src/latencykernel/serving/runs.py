@@ -136,31 +136,20 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
                     return False
                 if not shrink and min(map(sub, map(target.__getitem__, rl), map(outs.__getitem__, rl))) <= 0:
                     return False
-    per: list[dict[str, Any]] = []
-    m = 1 << 30
-    hi = 0
-    for plan in plans:
-        if not plan:
-            per.append({})
-            continue
-        pc = list(zip(*plan))  # the plan's columns, transposed in C
-        rid = np.array(pc[0], dtype=np.int64)
-        if sim.oute_a[rid].min() == 0:
-            return False  # a first token still in flight: the ordinary path stamps it
-        c0 = np.array(pc[2], dtype=np.int64)
-        e0 = np.array(pc[3], dtype=np.int64)
-        tgt = sim.target_a[rid]
-        o0 = sim.outs_a[rid]  # after step 0's placeholder
-        left = tgt - o0  # tokens still to schedule after step 0
-        if k == 0:
-            f = left  # one token a step: the last token comes at step `left`
-        else:
-            f = _spec_finish(sim, rid, left, a)
-        m = min(m, int(f.min()) + 1)
-        hi = max(hi, int(f.max()) + 1)
-        per.append({"rid": rid, "c0": c0, "e0": e0, "o0": o0, "left": left, "tgt": tgt, "f": f})
-    if shrink:
-        m = hi
+    # the busy ranks' requests as one set of columns, in rank order then plan order
+    busy = [i for i, plan in enumerate(plans) if plan]
+    sizes = [len(plans[i]) for i in busy]
+    pc = list(zip(*[p for i in busy for p in plans[i]]))  # the plans' columns, transposed in C
+    rid = np.array(pc[0], dtype=np.int64)
+    if k and sim.oute_a[rid].min() == 0:
+        return False  # a first token still in flight: the ordinary path stamps it
+    c0 = np.array(pc[2], dtype=np.int64)
+    e0 = np.array(pc[3], dtype=np.int64)
+    o0 = sim.outs_a[rid]  # after step 0's placeholder
+    left = sim.target_a[rid] - o0  # tokens still to schedule after step 0
+    # the step of each request's last token (one token a step: step `left`)
+    f = left if k == 0 else _spec_finish(sim, rid, left, a)
+    m = int(f.max()) + 1 if shrink else int(f.min()) + 1
     if m <= 1:
         return False
     # a cap so a single call stays a bounded size, and one from the bound: decode steps
@@ -169,67 +158,64 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
     m = min(m, 4096)
     if room + 2 < m:
         m = int(room) + 2
-    # per rank, the run's columns over steps 0..m-1
+    q = len(busy)
+    offs = np.cumsum([0, *sizes])
+    held = sim.blk_a[rid]  # after step 0
     blocks_ok = m
-    for rk, d in zip(ranks, per):
-        if not d:
-            continue
-        rid, c0 = d["rid"], d["c0"]
-        held = sim.blk_a[rid]  # after step 0
-        d["held"] = held
-        if k == 0:
-            # one token a step: request i computes c0 + j tokens before step j and first
-            # needs block held + 1 at step s = held·bs − c0, then one more every bs steps
-            # (while it is scheduled: through its last token at step f)
-            f = d["f"]
-            first = held * bs - c0
-            hops = first[:, None] + bs * np.arange(-(-m // bs) + 1, dtype=np.int64)[None, :]
-            hops = hops[(hops < m) & (hops <= f[:, None])]
-            extra = np.cumsum(np.bincount(hops, minlength=m)[:m])  # new blocks by step j
-            d.update(first=first, extra=extra)
-            # the input position stays below max_model_len: a request at c0 + j = mml - 1
-            # schedules nothing at step j (a change of batch), so the run ends before it
-            near = mml - 1 - c0
-            near = near[(near < m) & (near <= f)]
-            if len(near):
-                blocks_ok = min(blocks_ok, max(int(near.min()), 0))
-        else:
-            adv, emit = _spec_columns(sim, rid, d["e0"], d["left"], m, a)
-            cb = np.empty((len(rid), m), dtype=np.int64)
-            cb[:, 0] = c0
-            if m > 1:
-                np.cumsum(adv[:, :-1], axis=1, out=cb[:, 1:])
-                cb[:, 1:] += c0[:, None]
-            need_tok = np.minimum(cb + (1 + k) + la, mml)
-            blocks = -(-need_tok // bs)  # blocks step j needs
-            extra = np.maximum(blocks - held[:, None], 0).sum(axis=0)  # new blocks by step j
-            near_j = np.nonzero((cb + 1 + k > mml - 1).any(axis=0))[0]
-            if len(near_j):
-                blocks_ok = min(blocks_ok, int(near_j[0]))
-            d.update(adv=adv, emit=emit, cb=cb, blocks=blocks, extra=extra)
-        over = np.nonzero(extra > rk.free)[0]
-        if len(over):
-            blocks_ok = min(blocks_ok, int(over[0]))
+    spec = None
+    if k == 0:
+        # one token a step: request i computes c0 + j tokens before step j and first
+        # needs block held + 1 at step s = held·bs − c0, then one more every bs steps
+        # (while it is scheduled: through its last token at step f); new blocks by step
+        # j, per busy rank
+        seg = np.repeat(np.arange(q, dtype=np.int64), sizes)
+        hops = (held * bs - c0)[:, None] + bs * np.arange(-(-m // bs) + 1, dtype=np.int64)[None, :]
+        keep = (hops < m) & (hops <= f[:, None])
+        slot = (seg[:, None] * m + hops)[keep]
+        extra = np.cumsum(np.bincount(slot, minlength=q * m).reshape(q, m), axis=1)
+        # the input position stays below max_model_len: a request at c0 + j = mml - 1
+        # schedules nothing at step j (a change of batch), so the run ends before it
+        near = mml - 1 - c0
+        near = near[(near < m) & (near <= f)]
+        if len(near):
+            blocks_ok = min(blocks_ok, max(int(near.min()), 0))
+    else:
+        adv, emit = _spec_columns(sim, rid, e0, left, m, a)
+        cb = np.empty((len(rid), m), dtype=np.int64)
+        cb[:, 0] = c0
+        if m > 1:
+            np.cumsum(adv[:, :-1], axis=1, out=cb[:, 1:])
+            cb[:, 1:] += c0[:, None]
+        need_tok = np.minimum(cb + (1 + k) + la, mml)
+        blocks = -(-need_tok // bs)  # blocks step j needs
+        extra = np.add.reduceat(np.maximum(blocks - held[:, None], 0), offs[:-1], axis=0)  # new blocks by step j
+        near_j = np.nonzero((cb + 1 + k > mml - 1).any(axis=0))[0]
+        if len(near_j):
+            blocks_ok = min(blocks_ok, int(near_j[0]))
+        spec = (adv, emit, cb, blocks)
+    free = np.array([ranks[i].free for i in busy], dtype=np.int64)
+    over = np.nonzero((extra > free[:, None]).any(axis=0))[0]
+    if len(over):
+        blocks_ok = min(blocks_ok, int(over[0]))
     m = min(m, blocks_ok)
     if m <= 1:
         return False
+    r = _Run(busy, offs.tolist(), rid, c0, o0, f, held, extra, spec)
     # price steps 0..m-1 of every rank; the engine's step is its slowest rank's
-    dd_all, bb_all = _price_run(eng, [d for d in per if d], m, k)
+    dd_all, bb_all = _price_run(eng, r, m, k)
     dur, bott = dd_all[0].copy(), bb_all[0].copy()
     for dd, bb in zip(dd_all[1:], bb_all[1:]):
         longer = dd > dur  # strictly: the first rank wins a tie, as the step-by-step loop
         dur[longer] = dd[longer]
         bott[longer] = bb[longer]
-    if len(ranks) > 1 and any(not d for d in per):
+    if len(ranks) > q:
         # idle ranks run empty steps beside the busy ones
         if eng.empty is None:
             eng.empty = sim._empty(eng)
         ev, eb = eng.empty
-        assert dur is not None and bott is not None
         longer = ev > dur
         dur[longer] = ev
         bott[longer] = eb
-    assert dur is not None and bott is not None
     # times: t[j] = start of step j (t[m] = end of the last), summed in loop order
     times = np.cumsum(np.concatenate(([t0], dur)))
     # the scheduling decision of step j comes at t[j] (sync) or t[j-1] (async): stop
@@ -243,13 +229,37 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
     commit = m if not asy else m - 1  # async: the last decided step stays pending
     if commit < 1:
         return False
-    _commit(sim, eng, plans, per, m, commit, times, dur, bott)
+    _commit(sim, eng, r, m, commit, times, dur, bott)
     return True
 
 
-def _price_run(eng: Engine, busy: list[dict[str, Any]], m: int, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Durations and bottlenecks, shape (ranks, m), of steps 0..m-1 of each busy rank's run:
-    one ``step_times`` call for all of them (each step's price is the one ``step_time``
+class _Run:
+    """A run's columns: the busy ranks (indices into the engine's ranks) and, over their
+    requests concatenated in rank order then plan order, ids, contexts and placeholders
+    before the run, last-token steps, held blocks; new blocks by step per busy rank; the
+    speculative columns (advance, emitted, contexts, blocks) when drafts are on."""
+
+    __slots__ = ("busy", "offs", "rid", "c0", "o0", "f", "held", "extra", "spec")
+
+    def __init__(
+        self,
+        busy: list[int],
+        offs: list[int],
+        rid: np.ndarray,
+        c0: np.ndarray,
+        o0: np.ndarray,
+        f: np.ndarray,
+        held: np.ndarray,
+        extra: np.ndarray,
+        spec: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None,
+    ) -> None:
+        self.busy, self.offs, self.rid, self.c0, self.o0 = busy, offs, rid, c0, o0
+        self.f, self.held, self.extra, self.spec = f, held, extra, spec
+
+
+def _price_run(eng: Engine, r: _Run, m: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Durations and bottlenecks, shape (busy ranks, m), of steps 0..m-1 of each busy rank's
+    run: one ``step_times`` call for all of them (each step's price is the one ``step_time``
     gives its batch: the StepModel contract), or ``step_time`` a step when there are few.
     A request leaves its rank's batch after its last token (step ``f``); a rank left with
     none runs empty steps (host time only), as an idle attention-DP rank does."""
@@ -258,27 +268,31 @@ def _price_run(eng: Engine, busy: list[dict[str, Any]], m: int, k: int) -> tuple
     batches: list[tuple[np.ndarray, np.ndarray | None]] = []
     slot: dict[bytes, int] = {}
     which = []
-    for d in busy:
-        if k == 0:
-            f = np.minimum(d["f"], m - 1)
-            key = d["c0"].tobytes() + f.tobytes()
+    steps = np.arange(m, dtype=np.int64)[:, None]
+    fm = np.minimum(r.f, m - 1) if k == 0 else None
+    for lo, hi in zip(r.offs[:-1], r.offs[1:]):
+        if fm is not None:
+            c0, f = r.c0[lo:hi], fm[lo:hi]
+            key = c0.tobytes() + f.tobytes()
         else:
-            key = np.ascontiguousarray(d["cb"][:, :m]).tobytes()
+            assert r.spec is not None
+            cb = r.spec[2][lo:hi, :m]
+            key = np.ascontiguousarray(cb).tobytes()
         i = slot.get(key)
         if i is None:
             i = slot[key] = len(batches)
-            if k == 0:
-                ctx = np.arange(m, dtype=np.int64)[:, None] + d["c0"][None, :]  # step-major
+            if fm is not None:
+                ctx = steps + c0[None, :]  # step-major
                 if int(f.min()) < m - 1:
-                    live = np.arange(m, dtype=np.int64)[:, None] <= f[None, :]
+                    live = steps <= f[None, :]
                     batches.append((ctx[live], live.sum(axis=1)))
                 else:
                     batches.append((ctx, None))
             else:
-                batches.append((np.ascontiguousarray(d["cb"][:, :m].T), None))
+                batches.append((np.ascontiguousarray(cb.T), None))
         which.append(i)
     dd, bb = _price_cols(eng, batches, m, k)
-    if len(batches) == len(busy):
+    if len(batches) == len(which):
         return dd, bb
     return dd[which], bb[which]
 
@@ -402,126 +416,121 @@ def _spec_columns(
 def _commit(
     sim: Simulation,
     eng: Engine,
-    plans: list[Plan],
-    per: list[dict[str, Any]],
+    r: _Run,
     m: int,
     commit: int,
     times: np.ndarray,
     dur: np.ndarray,
     bott: np.ndarray,
 ) -> None:
-    """Apply decisions for steps 0..m-1 and the outputs of steps 0..commit-1."""
+    """Apply decisions for steps 0..m-1 and the outputs of steps 0..commit-1, as the
+    step-by-step loop takes them one by one."""
     k = eng.cfg.num_speculative_tokens
+    bs = eng.cfg.block_size
     otpt = sim.otpt
+    ranks = eng.ranks
     last = m - 1  # the last decided step
-    pending: list[Plan] = []
+    rid, c0, f, held = r.rid, r.c0, r.f, r.held
+    n = len(rid)
     # bookkeeping for every committed step (a rank's step each)
-    sim.steps += commit * len(eng.ranks)
+    sim.steps += commit * len(ranks)
     dc = dur[:commit]
     bc = bott[:commit]
     eng.busy_s += float(dc.sum())
     for res in set(bc.tolist()):
         sim.bottleneck[res] = sim.bottleneck.get(res, 0.0) + float(dc[bc == res].sum())
-    tot = sum(rk.usable for rk in eng.ranks)
-    used0 = sum(rk.usable - rk.free for rk in eng.ranks)
-    extra_all = np.zeros(m, dtype=np.int64)
-    for d in per:
-        if d:
-            extra_all += d["extra"][:m]
+    tot = sum(rk.usable for rk in ranks)
+    used0 = sum(rk.usable - rk.free for rk in ranks)
+    extra_all = r.extra[:, :m].sum(axis=0)
     # KV samples at the ends of steps 0..commit-2 (the last one is taken from the state
-    # after its outputs, below): decided through step j (sync) or j + 1 (async)
+    # after its outputs, below): decided through step j (sync) or j + 1 (async), less the
+    # blocks requests finished by then have freed
     shift = 1 if eng.cfg.async_scheduling else 0
-    kv_j = used0 + extra_all[shift : commit - 1 + shift]  # less the blocks finished requests free (below)
-    # one-token gaps of the committed steps after the first: requests emitting at each
-    same_gaps = np.zeros(max(commit - 1, 0), dtype=np.int64)
-    for rk, d in zip(eng.ranks, per):
-        if not d:
-            pending.append([])
-            continue
-        rid = d["rid"]
-        n = len(rid)
-        held = d["held"]
-        # decisions through step `last` (blocks are only ever added: a request keeps what
-        # it holds when rolled-back drafts leave it more than the formula)
+    kv_j = used0 + extra_all[shift : commit - 1 + shift]
+    # decisions through step `last` (blocks are only ever added: a request keeps what
+    # it holds when rolled-back drafts leave it more than the formula)
+    if k == 0:
+        # one token a step while scheduled: request i's last decision in the run is at
+        # step min(f_i, last), and it emits at steps 0..min(f_i, commit - 1)
+        lastd = np.minimum(f, last)
+        first = held * bs - c0
+        comp_new = c0 + (lastd + 1)
+        outs_new = r.o0 + lastd
+        blk_new = held + np.where(lastd >= first, (lastd - first) // bs + 1, 0)
+        em: Any = np.minimum(f + 1, commit)
+        e0: Any = 1
+    else:
+        assert r.spec is not None
+        adv, emit, cb, blocks = r.spec
+        comp_new = cb[:, last] + adv[:, last]
+        outs_new = r.o0 + emit[:, 1 : last + 1].sum(axis=1)
+        blk_new = np.maximum(blocks[:, last], held)
+        em = emit[:, :commit].sum(axis=1)
+        e0 = emit[:, 0]
+    for i, ri in enumerate(r.busy):
+        ranks[ri].free -= int(r.extra[i, last])
+    sim.comp_a[rid] = comp_new
+    sim.outs_a[rid] = outs_new
+    sim.blk_a[rid] = blk_new
+    if k:
+        sim.nspec_a[rid] += last
+    # outputs of steps 0..commit-1 at once: every request here has emitted before, so
+    # each emission is a gap
+    ends = times[1 : commit + 1]
+    sim.itl_vals.append((ends[0] - sim.last_emit_a[rid]) + e0 * otpt)
+    sim.itl_wts.append(np.ones(n, dtype=np.int64))
+    if commit > 1:
+        gaps = np.diff(ends)  # step j's end minus step j-1's end, j = 1..commit-1
         if k == 0:
-            # one token a step while scheduled: request i's last decision in the run is at
-            # step min(f_i, last), and it emits at steps 0..min(f_i, commit - 1)
-            c0, f = d["c0"], d["f"]
-            lastd = np.minimum(f, last)
-            comp_new = c0 + (lastd + 1)
-            outs_new = d["o0"] + lastd
-            first = d["first"]
-            grown = np.where(lastd >= first, (lastd - first) // eng.cfg.block_size + 1, 0)
-            blk_new = held + grown
-            em_sum: Any = np.minimum(f + 1, commit)
-            pend_c = c0 + last
-            pend_e: Any = None
+            # every request sees the engine's step gaps: each once, weighted by the
+            # requests emitting at it
+            w = np.bincount(np.minimum(f, commit - 1), minlength=commit)[::-1].cumsum()[::-1][1:]
+            sim.itl_vals.append(gaps + otpt)
+            sim.itl_wts.append(w)
         else:
-            emit, cb, adv, blocks = d["emit"], d["cb"], d["adv"], d["blocks"]
-            comp_new = cb[:, last] + adv[:, last]
-            outs_new = d["o0"] + emit[:, 1 : last + 1].sum(axis=1)
-            blk_new = np.maximum(blocks[:, last], held)
-            em_sum = emit[:, :commit].sum(axis=1)
-            pend_c = cb[:, last]
-            pend_e = emit[:, last]
-        rk.free -= int(d["extra"][last])
-        sim.comp_a[rid] = comp_new
-        sim.outs_a[rid] = outs_new
-        sim.blk_a[rid] = blk_new
-        if k:
-            sim.nspec_a[rid] += last
-        # outputs of steps 0..commit-1 at once, as ``_outputs`` takes them one by one:
-        # every request here has emitted before, so each emission is a gap
-        ends = times[1 : commit + 1]
-        le = sim.last_emit_a[rid]
-        e0 = 1 if k == 0 else d["emit"][:, 0]
-        sim.itl_vals.append((ends[0] - le) + e0 * otpt)
-        sim.itl_wts.append(np.ones(n, dtype=np.int64))
-        if commit > 1:
-            if k == 0:
-                # every rank's requests see the engine's step gaps: added once below, each
-                # step's gap weighted by the requests emitting at it
-                same_gaps += np.bincount(np.minimum(f, commit - 1), minlength=commit)[::-1].cumsum()[::-1][1:]
-            else:
-                gaps = np.diff(ends)  # step j's end minus step j-1's end, j = 1..commit-1
-                em = d["emit"][:, 1:commit]
-                sim.itl_vals.append((gaps[None, :] + em * otpt).reshape(-1))
-                sim.itl_wts.append(np.ones(n * (commit - 1), dtype=np.int64))
-        o = sim.oute_a[rid] + em_sum
-        sim.oute_a[rid] = o
-        fin = o >= sim.target_a[rid]
-        if k == 0:
-            at = np.minimum(f, commit - 1)  # the step each emits last
-            sim.last_emit_a[rid] = ends[at]
-            if fin.any():
-                # finished requests leave in step order, in plan order within a step, as
-                # the step-by-step loop takes them; their blocks return to the pool then
-                order = np.flatnonzero(fin)
-                order = order[np.argsort(at[order], kind="stable")]
-                if commit > 1:
-                    freed = np.bincount(at[order], weights=blk_new[order], minlength=commit)[: commit - 1]
-                    kv_j = kv_j - np.cumsum(freed).astype(np.int64)
-                for i, r in zip(order.tolist(), rid[order].tolist()):
-                    sim._finish(rk, r, float(ends[at[i]]))
-            if commit < m:
-                keep = f >= last  # still scheduled at the last decided step
-                pr = rid[keep].tolist()
-                nk = len(pr)
-                pending.append(list(zip(pr, [1] * nk, pend_c[keep].tolist(), [1] * nk, [True] * nk)))
-        else:
-            t_last = float(ends[-1])
-            sim.last_emit_a[rid] = t_last
-            for r in rid[fin].tolist():
-                sim._finish(rk, r, t_last)
-            if commit < m:
-                pending.append(list(zip(rid.tolist(), [1 + k] * n, pend_c.tolist(), pend_e.tolist(), [True] * n)))
+            sim.itl_vals.append((gaps[None, :] + emit[:, 1:commit] * otpt).reshape(-1))
+            sim.itl_wts.append(np.ones(n * (commit - 1), dtype=np.int64))
+    o = sim.oute_a[rid] + em
+    sim.oute_a[rid] = o
+    fin = np.flatnonzero(o >= sim.target_a[rid])
+    seg = np.repeat(np.arange(len(r.busy)), np.diff(r.offs))
+    if k == 0:
+        at = np.minimum(f, commit - 1)  # the step each emits last
+        sim.last_emit_a[rid] = ends[at]
+        if len(fin):
+            # finished requests leave in step order, rank and plan order within a step, as
+            # the step-by-step loop takes them; their blocks return to the pool then
+            fin = fin[np.argsort(at[fin], kind="stable")]
+            if commit > 1:
+                freed = np.bincount(at[fin], weights=blk_new[fin], minlength=commit)[: commit - 1]
+                kv_j = kv_j - np.cumsum(freed).astype(np.int64)
+            for i, q in zip(fin.tolist(), rid[fin].tolist()):
+                sim._finish(ranks[r.busy[seg[i]]], q, float(ends[at[i]]))
+    else:
+        t_last = float(ends[-1])
+        sim.last_emit_a[rid] = t_last
+        for i, q in zip(fin.tolist(), rid[fin].tolist()):
+            sim._finish(ranks[r.busy[seg[i]]], q, t_last)
     sim.kv_t.extend(times[1:commit].tolist())
     sim.kv_u.extend((kv_j / tot).tolist())
-    if same_gaps.any():
-        sim.itl_vals.append(np.diff(times[1 : commit + 1]) + otpt)
-        sim.itl_wts.append(same_gaps)
     eng.t = float(times[commit])
     sim.now = eng.t
     sim._kv_sample(eng, eng.t)
     if commit < m:
+        # the last decided step stays pending (async): the requests still scheduled at it
+        pending: list[Plan] = [[] for _ in ranks]
+        if k == 0:
+            keep = f >= last
+            pend_c, pend_e = c0 + last, np.ones(n, dtype=np.int64)
+        else:
+            keep = np.ones(n, dtype=bool)
+            pend_c, pend_e = cb[:, last], emit[:, last]
+        for i, ri in enumerate(r.busy):
+            lo, hi = r.offs[i], r.offs[i + 1]
+            kk = keep[lo:hi]
+            ids = rid[lo:hi][kk].tolist()
+            nk = len(ids)
+            pending[ri] = list(
+                zip(ids, [1 + k] * nk, pend_c[lo:hi][kk].tolist(), pend_e[lo:hi][kk].tolist(), [True] * nk)
+            )
         eng.pending = pending
