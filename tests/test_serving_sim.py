@@ -364,6 +364,22 @@ def test_runs_pass_completions_exactly(async_scheduling: bool, monkeypatch: pyte
         assert a.completed == b.completed == 40
 
 
+@pytest.mark.parametrize("skip_ahead", [False, True])
+def test_prefix_hit_blocks_are_not_charged_twice(skip_ahead: bool) -> None:
+    """Guards the decode allocation after a prefix-cache hit: vLLM's allocate_slots counts
+    the shared cached blocks in the request's block table, so a request of 64 prompt tokens
+    (32 of them cached: 8 blocks of 4) and 40 output tokens ends holding 26 blocks in all
+    (ceil(104 / 4)), 8 shared and 18 its own. The decode steps re-allocated the 8 shared
+    blocks as its own (34 in use)."""
+    r = simulate(
+        Affine(),
+        ClosedLoop(1, 64, 40, num_prompts=3, prefix_hit_rate=0.5),
+        enable_prefix_caching=True,
+        skip_ahead=skip_ahead,
+    )
+    assert round(max(r.kv_usage) * 999) == 26  # 1,000 blocks less the null block
+
+
 def test_skip_ahead_prices_fewer_calls() -> None:
     """Guards that the skip-ahead actually skips (one call per run, not per step)."""
     m1, m2 = Affine(), Affine()

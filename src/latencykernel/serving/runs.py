@@ -161,6 +161,7 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
     q = len(busy)
     offs = np.cumsum([0, *sizes])
     held = sim.blk_a[rid]  # after step 0
+    table = held + sim.hitb_a[rid]  # block tables: held and shared prefix blocks
     blocks_ok = m
     spec = None
     if k == 0:
@@ -169,7 +170,7 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
         # (while it is scheduled: through its last token at step f); new blocks by step
         # j, per busy rank
         seg = np.repeat(np.arange(q, dtype=np.int64), sizes)
-        hops = (held * bs - c0)[:, None] + bs * np.arange(-(-m // bs) + 1, dtype=np.int64)[None, :]
+        hops = (table * bs - c0)[:, None] + bs * np.arange(-(-m // bs) + 1, dtype=np.int64)[None, :]
         keep = (hops < m) & (hops <= f[:, None])
         slot = (seg[:, None] * m + hops)[keep]
         extra = np.cumsum(np.bincount(slot, minlength=q * m).reshape(q, m), axis=1)
@@ -188,7 +189,7 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
             cb[:, 1:] += c0[:, None]
         need_tok = np.minimum(cb + (1 + k) + la, mml)
         blocks = -(-need_tok // bs)  # blocks step j needs
-        extra = np.add.reduceat(np.maximum(blocks - held[:, None], 0), offs[:-1], axis=0)  # new blocks by step j
+        extra = np.add.reduceat(np.maximum(blocks - table[:, None], 0), offs[:-1], axis=0)  # new blocks by step j
         near_j = np.nonzero((cb + 1 + k > mml - 1).any(axis=0))[0]
         if len(near_j):
             blocks_ok = min(blocks_ok, int(near_j[0]))
@@ -200,7 +201,7 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
     m = min(m, blocks_ok)
     if m <= 1:
         return False
-    r = _Run(busy, offs.tolist(), rid, c0, o0, f, held, extra, spec)
+    r = _Run(busy, offs.tolist(), rid, c0, o0, f, held, table - held, extra, spec)
     # price steps 0..m-1 of every rank; the engine's step is its slowest rank's
     dd_all, bb_all = _price_run(eng, r, m, k)
     dur, bott = dd_all[0].copy(), bb_all[0].copy()
@@ -236,10 +237,10 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
 class _Run:
     """A run's columns: the busy ranks (indices into the engine's ranks) and, over their
     requests concatenated in rank order then plan order, ids, contexts and placeholders
-    before the run, last-token steps, held blocks; new blocks by step per busy rank; the
+    before the run, last-token steps, held and shared (prefix-cache) blocks; new blocks by step per busy rank; the
     speculative columns (advance, emitted, contexts, blocks) when drafts are on."""
 
-    __slots__ = ("busy", "offs", "rid", "c0", "o0", "f", "held", "extra", "spec")
+    __slots__ = ("busy", "offs", "rid", "c0", "o0", "f", "held", "shared", "extra", "spec")
 
     def __init__(
         self,
@@ -250,11 +251,12 @@ class _Run:
         o0: np.ndarray,
         f: np.ndarray,
         held: np.ndarray,
+        shared: np.ndarray,
         extra: np.ndarray,
         spec: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None,
     ) -> None:
         self.busy, self.offs, self.rid, self.c0, self.o0 = busy, offs, rid, c0, o0
-        self.f, self.held, self.extra, self.spec = f, held, extra, spec
+        self.f, self.held, self.shared, self.extra, self.spec = f, held, shared, extra, spec
 
 
 def _price_run(eng: Engine, r: _Run, m: int, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -453,7 +455,7 @@ def _commit(
         # one token a step while scheduled: request i's last decision in the run is at
         # step min(f_i, last), and it emits at steps 0..min(f_i, commit - 1)
         lastd = np.minimum(f, last)
-        first = held * bs - c0
+        first = (held + r.shared) * bs - c0
         comp_new = c0 + (lastd + 1)
         outs_new = r.o0 + lastd
         blk_new = held + np.where(lastd >= first, (lastd - first) // bs + 1, 0)
@@ -464,7 +466,7 @@ def _commit(
         adv, emit, cb, blocks = r.spec
         comp_new = cb[:, last] + adv[:, last]
         outs_new = r.o0 + emit[:, 1 : last + 1].sum(axis=1)
-        blk_new = np.maximum(blocks[:, last], held)
+        blk_new = np.maximum(blocks[:, last] - r.shared, held)
         em = emit[:, :commit].sum(axis=1)
         e0 = emit[:, 0]
     for i, ri in enumerate(r.busy):

@@ -10,8 +10,10 @@ not available; the rules below are the ones that version's scheduler shares with
 State lives in the ``Requests`` columns of the simulation (plain lists, indexed by request):
 ``comp`` (vLLM's ``num_computed_tokens``), ``outs`` (output tokens including the ones a step
 in flight will sample: vLLM's output placeholders), ``blk`` (KV blocks the request holds
-itself; prefix-cache hits are shared and charged once per rank), ``hit`` (prompt tokens a
-prefix cache holds), ``ext`` (tokens whose KV arrived from another pool).
+itself; prefix-cache hits are shared and charged once per rank), ``hitb`` (the shared
+prefix blocks in its block table: ``allocate_slots`` counts both against what a step needs),
+``hit`` (prompt tokens a prefix cache holds), ``ext`` (tokens whose KV arrived from another
+pool).
 
 A plan entry is ``(request, scheduled_tokens, computed_before, emitted_tokens, decoding)``.
 """
@@ -79,7 +81,7 @@ def _decode_prefix(
     ids_a = run[di]
     cd = c[di]
     b = sim.blk_a[ids_a]
-    need = np.maximum(-(-(cd + 1) // bs) - b, 0)
+    need = np.maximum(-(-(cd + 1) // bs) - b - sim.hitb_a[ids_a], 0)
     over = np.flatnonzero(np.cumsum(need) > rk.free)
     if len(over):
         q = int(over[0])
@@ -145,7 +147,8 @@ def schedule(sim: Simulation, rk: Rank) -> tuple[list[tuple[int, int, int, int, 
         need_tokens = c + new + la
         if need_tokens > mml:
             need_tokens = mml
-        need = -(-need_tokens // bs) - blk[r]
+        # (the request's block table: the blocks it holds and the prefix-cache blocks it shares)
+        need = -(-need_tokens // bs) - blk[r] - sim.hitb[r]
         scheduled = True
         while need > rk.free:
             # preempt the lowest-priority request: under FCFS the last of the running list,
@@ -218,6 +221,7 @@ def schedule(sim: Simulation, rk: Rank) -> tuple[list[tuple[int, int, int, int, 
             rk.free -= need + extra_shared
             rk.shared += extra_shared
             blk[r] = need
+            sim.hitb[r] = hb
             comp[r] = c + new
             e = 1 if c + new == ntok else 0
             outs[r] = o + e

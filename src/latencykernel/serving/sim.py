@@ -136,7 +136,8 @@ class Simulation:
         self.comp = _ints(None, n)
         self.outs = _ints(None, n)
         self.oute = _ints(None, n)  # output tokens the client has seen
-        self.blk = _ints(None, n)
+        self.blk = _ints(None, n)  # KV blocks a request holds itself
+        self.hitb = _ints(None, n)  # prefix-cache blocks it shares (in its block table, charged once per rank)
         self.ext = _ints(None, n)
         self.nspec = _ints(None, n)
         self.stage = _ints(None, n)
@@ -149,6 +150,7 @@ class Simulation:
         view = _view
         self.prompt_a, self.target_a, self.comp_a = view(self.prompt), view(self.target), view(self.comp)
         self.outs_a, self.oute_a, self.blk_a = view(self.outs), view(self.oute), view(self.blk)
+        self.hitb_a = view(self.hitb)
         self.nspec_a, self.last_emit_a = view(self.nspec), view(self.last_emit)
         self.first_client_a, self.osl_a = view(self.first_client), view(self.osl)
         self.phase = phase if phase is not None else np.zeros(n)
@@ -271,6 +273,7 @@ class Simulation:
     def preempt(self, rk: Rank, v: int) -> None:
         rk.free += self.blk[v]
         self.blk[v] = 0
+        self.hitb[v] = 0  # re-admission looks the prefix up again
         self.comp[v] = 0
         self.ext[v] = 0  # a transferred KV is lost with its blocks: recompute everything
         rk.waiting.appendleft(v)
@@ -483,6 +486,7 @@ class Simulation:
         rk.running.remove(r)
         rk.free += self.blk[r]
         self.blk[r] = 0
+        self.hitb[r] = 0
 
     def _finish(self, rk: Rank, r: int, t: float) -> None:
         self._release(rk, r)
