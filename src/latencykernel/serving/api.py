@@ -15,7 +15,7 @@ import numpy as np
 from latencykernel.errors import LatencyKernelError, RefusedError
 from latencykernel.serving.config import EngineConfig, resolve_engine
 from latencykernel.serving.result import Distribution, ServingResult
-from latencykernel.serving.runs import bad_time
+from latencykernel.serving.run_price import bad_time
 from latencykernel.serving.sim import Pool, Simulation
 from latencykernel.serving.workload import ClosedLoop, Length, Poisson, Requests, Workload
 from latencykernel.step_model import StepModel

@@ -41,6 +41,7 @@ from latencykernel.batch import Batch
 from latencykernel.errors import LatencyKernelError
 from latencykernel.serving import runs
 from latencykernel.serving.config import EngineConfig
+from latencykernel.serving.run_price import bad_time
 from latencykernel.serving.scheduler import Rank, schedule
 from latencykernel.serving.workload import Requests
 from latencykernel.step_model import StepModel
@@ -209,7 +210,7 @@ class Simulation:
             self.max_in_flight_seen = self.in_flight
         a = self.admission_s(self.prompt[r])
         if not 0.0 <= a < INF:
-            raise runs.bad_time(f"admission_overhead({self.prompt[r]})", a)
+            raise bad_time(f"admission_overhead({self.prompt[r]})", a)
         self._push(t + a, r)
 
     def _next_admission_s(self) -> float:
@@ -398,7 +399,7 @@ class Simulation:
             e = model.step_time(Batch.trusted(sched, comp, dt))
             d = e.overlap if overlap else e.no_overlap
             if not 0.0 <= d < INF:
-                raise runs.bad_time(f"step_time of a {len(plan)}-request batch", d)
+                raise bad_time(f"step_time of a {len(plan)}-request batch", d)
             if d > best:
                 best, bott = d, e.bottleneck
         return best, bott
@@ -408,7 +409,7 @@ class Simulation:
         e = eng.model.step_time(Batch.trusted([], [], eng.cfg.decode_threshold))
         d = e.overlap if eng.cfg.overlap else e.no_overlap
         if not 0.0 <= d < INF:
-            raise runs.bad_time("step_time of an empty batch", d)
+            raise bad_time("step_time of an empty batch", d)
         return d, e.bottleneck
 
     def _account(self, eng: Engine, d: float, bott: Any) -> None:
@@ -508,5 +509,5 @@ class Simulation:
         self.ext[r] = self.prompt[r] - 1  # the decode pool loads the KV and computes the last token
         ts = self.transfer_s(self.prompt[r]) if self.transfer_s is not None else 0.0
         if not 0.0 <= ts < INF:
-            raise runs.bad_time(f"Disaggregated transfer_s({self.prompt[r]})", ts)
+            raise bad_time(f"Disaggregated transfer_s({self.prompt[r]})", ts)
         self._push(t + ts, r)

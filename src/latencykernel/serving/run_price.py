@@ -1,0 +1,161 @@
+"""Pricing a run of decode steps: the run's columns (``RunColumns``) and the one
+``step_times`` call (or ``step_time`` a step for a short run) that prices every busy rank's
+steps; the error for a bad time a step model returns."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from latencykernel.batch import Batch
+from latencykernel.errors import LatencyKernelError
+
+if TYPE_CHECKING:
+    from latencykernel.serving.sim import Engine
+
+__all__ = ["RunColumns", "bad_time", "price_run", "SHORT_RUN"]
+
+SHORT_RUN = 24  # runs up to this many steps are priced step by step
+
+
+def bad_time(source: str, v: object) -> LatencyKernelError:
+    """The error for a time the step model returned that is negative, NaN or infinite."""
+    return LatencyKernelError(f"the step model's {source} returned {v!r}; a time must be a finite number >= 0 s")
+
+
+class RunColumns:
+    """A run's columns: the busy ranks (indices into the engine's ranks) and, over their
+    requests concatenated in rank order then plan order, ids, contexts and placeholders
+    before the run, last-token steps, held and shared (prefix-cache) blocks; new blocks by step per busy rank; the
+    speculative columns (advance, emitted, contexts, blocks) when drafts are on."""
+
+    __slots__ = ("busy", "offs", "rid", "c0", "o0", "f", "held", "shared", "extra", "spec")
+
+    def __init__(
+        self,
+        busy: list[int],
+        offs: list[int],
+        rid: np.ndarray,
+        c0: np.ndarray,
+        o0: np.ndarray,
+        f: np.ndarray,
+        held: np.ndarray,
+        shared: np.ndarray,
+        extra: np.ndarray,
+        spec: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None,
+    ) -> None:
+        self.busy, self.offs, self.rid, self.c0, self.o0 = busy, offs, rid, c0, o0
+        self.f, self.held, self.shared, self.extra, self.spec = f, held, shared, extra, spec
+
+
+def price_run(eng: Engine, r: RunColumns, m: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Durations and bottlenecks, shape (busy ranks, m), of steps 0..m-1 of each busy rank's
+    run: one ``step_times`` call for all of them (each step's price is the one ``step_time``
+    gives its batch: the StepModel contract), or ``step_time`` a step when there are few.
+    A request leaves its rank's batch after its last token (step ``f``); a rank left with
+    none runs empty steps (host time only), as an idle attention-DP rank does."""
+    # ranks whose batches are equal (attention-DP ranks served alike, as a closed loop of
+    # equal requests routes them) are priced once: a step model is deterministic
+    batches: list[tuple[np.ndarray, np.ndarray | None]] = []
+    slot: dict[bytes, int] = {}
+    which = []
+    steps = np.arange(m, dtype=np.int64)[:, None]
+    fm = np.minimum(r.f, m - 1) if k == 0 else None
+    for lo, hi in zip(r.offs[:-1], r.offs[1:]):
+        if fm is not None:
+            c0, f = r.c0[lo:hi], fm[lo:hi]
+            key = c0.tobytes() + f.tobytes()
+        else:
+            assert r.spec is not None
+            cb = r.spec[2][lo:hi, :m]
+            key = np.ascontiguousarray(cb).tobytes()
+        i = slot.get(key)
+        if i is None:
+            i = slot[key] = len(batches)
+            if fm is not None:
+                ctx = steps + c0[None, :]  # step-major
+                if int(f.min()) < m - 1:
+                    live = steps <= f[None, :]
+                    batches.append((ctx[live], live.sum(axis=1)))
+                else:
+                    batches.append((ctx, None))
+            else:
+                batches.append((np.ascontiguousarray(cb.T), None))
+        which.append(i)
+    dd, bb = _price_cols(eng, batches, m, k)
+    if len(batches) == len(which):
+        return dd, bb
+    return dd[which], bb[which]
+
+
+def _price_cols(
+    eng: Engine, batches: list[tuple[np.ndarray, np.ndarray | None]], m: int, k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``price_run`` over distinct batches: each is an (m, requests) array of contexts, or
+    (its rows step-major, the rows of each step) when requests leave during the run."""
+    cfg = eng.cfg
+    q = len(batches)
+    w = 1 + k
+    if q * m <= SHORT_RUN:
+        # a short run: one step_time a step costs less than step_times' set-up
+        dt = cfg.decode_threshold
+        dd = np.empty((q, m), dtype=np.float64)
+        bb = np.empty((q, m), dtype=object)
+        for i, (c, counts) in enumerate(batches):
+            if counts is None:
+                steps = c.tolist()
+            else:
+                ends = np.cumsum(counts).tolist()
+                flat = c.tolist()
+                steps = [flat[e - n : e] for e, n in zip(ends, counts.tolist())]
+            for j, col in enumerate(steps):
+                e = eng.model.step_time(Batch.trusted([w] * len(col), col, dt))
+                dd[i, j] = e.overlap if cfg.overlap else e.no_overlap
+                bb[i, j] = e.bottleneck
+    else:
+        if q == 1 and batches[0][1] is None:
+            c = batches[0][0]
+            step, sched = _layout(c.shape[1], m, w)
+            flat_a = c.reshape(-1)
+        else:
+            # batch i's step j is step i·m + j of one call (a step with no rows: empty)
+            rows = np.concatenate([np.full(m, c.shape[1]) if n is None else n for c, n in batches])
+            step = np.repeat(np.arange(q * m, dtype=np.int64), rows)
+            flat_a = np.concatenate([c.reshape(-1) for c, _ in batches])
+            sched = np.full(len(flat_a), w, dtype=np.int64)
+        st = eng.model.step_times(step, sched, flat_a, decode_threshold=cfg.decode_threshold)
+        dd = np.asarray(st.overlap if cfg.overlap else st.no_overlap, dtype=np.float64)
+        bb = np.asarray(st.bottleneck)
+        if len(dd) < q * m:  # the last batch's last steps have no rows: empty steps
+            e = eng.model.step_time(Batch.trusted([], [], cfg.decode_threshold))
+            pad = q * m - len(dd)
+            dd = np.concatenate((dd, np.full(pad, e.overlap if cfg.overlap else e.no_overlap)))
+            bb = np.concatenate((bb, np.full(pad, e.bottleneck, dtype=object)))
+        dd, bb = dd.reshape(q, m), bb.reshape(q, m)
+    if not (np.isfinite(dd).all() and dd.min() >= 0.0):
+        bad = dd[~(np.isfinite(dd) & (dd >= 0.0))][0]
+        raise bad_time(f"step_times over a run of {m} decode steps", float(bad))
+    return dd, bb
+
+
+_LAYOUTS: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+_LAYOUT_ROWS = 1 << 22  # rows the layouts may hold together (64 MiB)
+
+
+def _layout(nreq: int, m: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``step`` and ``scheduled`` columns of ``m`` steps of ``nreq`` decodes of
+    ``width`` tokens each (0,0,…,1,1,…; width everywhere): read-only slices of the longest
+    built so far for this (nreq, width), so a run allocates neither."""
+    key = (nreq, width)
+    have = _LAYOUTS.get(key)
+    if have is None or len(have[0]) < nreq * m:
+        steps = max(m, 2 * (len(have[0]) // nreq) if have is not None else m)
+        if sum(len(a) for a, _ in _LAYOUTS.values()) + nreq * steps > _LAYOUT_ROWS:
+            _LAYOUTS.clear()  # bounded memory: a long search meets many batch sizes
+        step = np.repeat(np.arange(steps, dtype=np.int64), nreq)
+        sched = np.full(nreq * steps, width, dtype=np.int64)
+        step.flags.writeable = False
+        sched.flags.writeable = False
+        have = _LAYOUTS[key] = (step, sched)
+    return have[0][: nreq * m], have[1][: nreq * m]
