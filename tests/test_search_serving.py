@@ -122,3 +122,41 @@ def test_the_command_prints_what_the_answer_assumed() -> None:
     assert "the best's simulation assumed: " in text
     for name, value, _ in r.assumptions[:3]:
         assert f"{name}={value}" in text
+
+
+def test_deployments_resolving_alike_are_simulated_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Guards the search's reuse of a simulation: deployments whose kernels resolve alike
+    (max_num_seqs unstated, and stated at the default it resolves to) share a fingerprint
+    and get the simulation's rows once computed, figure for figure equal to simulating
+    each; deployments that differ in anything the simulation reads do not share one."""
+    from latencykernel.search import evaluate
+
+    k1 = lk.build("qwen3-30b-a3b", "h100", tp=1)
+    default = k1.limits().max_num_seqs
+    k3 = lk.build("qwen3-30b-a3b", "h100", tp=1, max_num_seqs=default)
+    k4 = lk.build("qwen3-30b-a3b", "h100", tp=1, max_num_seqs=16)
+    k5 = lk.build("qwen3-30b-a3b", "h100", tp=1, cache_dtype="fp8")
+    k6 = lk.build("qwen3-30b-a3b", "h100", tp=1, enable_expert_parallel=True)
+    assert k1.fingerprint() == k3.fingerprint()
+    assert len({k1.fingerprint(), k4.fingerprint(), k5.fingerprint(), k6.fingerprint()}) == 4
+
+    calls: list[int] = []
+    real = evaluate.serving_simulate
+
+    def counting(*a: object) -> object:
+        calls.append(1)
+        return real(*a)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(evaluate, "serving_simulate", counting)
+    monkeypatch.setattr(evaluate, "_ROWS", {})
+    space = {"hardware": ["h100"], "tp": [1], "max_num_seqs": [None, default, 16]}
+    res = run(
+        "qwen3-30b-a3b", {"isl": 128, "osl": 16, "concurrency": [2, 8]}, {"tpot": "50ms"}, space, executor="serial"
+    )
+    got = {(c.deployment.max_num_seqs, c.load.concurrency): c for c in res.candidates}
+    assert len(got) == 6
+    assert len(calls) == 4  # two distinct engines x two loads
+    for (mns, conc), c in got.items():
+        k = lk.build("qwen3-30b-a3b", "h100", tp=1, max_num_seqs=mns)
+        r = serving.simulate(k, serving.ClosedLoop(conc, 128, 16), seed=0)
+        assert dict(c.figures) == figures(r, c.deployment.gpus)

@@ -488,6 +488,23 @@ class Kernel:
         """The kernel's own assumptions as (name, value, reason)."""
         return [(a.name, a.value, a.reason) for a in self._assumptions]
 
+    def fingerprint(self) -> str:
+        """A key two kernels share only when they price every step alike, hold the same KV
+        blocks under the same engine limits and charge the same host overheads: the resolved
+        step constants, ``limits()`` and the host coefficients, floats written by ``repr``
+        (which round-trips). A search simulates deployments that resolve alike (expert
+        parallel over one GPU, a setting stated at its default) once."""
+        host = tuple(
+            self._coeffs.get(name)
+            for name in (
+                "host_admission_per_request",
+                "host_admission_per_token",
+                "host_output_token",
+                "host_completion",
+            )
+        )
+        return repr((self._c, self.limits(), host))
+
     def evidence(self) -> tuple[int, int, list[str]]:
         """(values resting on evidence, all values, names of assumed values)."""
         origins = self.provenance()
