@@ -21,6 +21,7 @@ import argparse
 import hashlib
 import json
 import math
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,23 @@ def model_of(stem: str) -> str:
 RANGE_LOW = 0.8
 
 
+# Engine settings a run used that the twin scenario does not carry, from the InferenceX
+# launch script of the run's date (github.com/SemiAnalysisAI/InferenceX). Only TensorRT-LLM's
+# batch waiting is stated: benchmarks/70b_fp4_b200_trt_slurm.sh, 70b_fp8_b200_trt_slurm.sh
+# and 70b_fp8_h200_trt_slurm.sh (commits 1b563c858, 2025-09-18, to 9596d23d7, 2025-10-29;
+# the dump's Llama TRT runs are dated 2025-10-23 and 2025-10-29) write
+# `batch_wait_max_tokens_ratio: 0.9` and `batch_wait_timeout_iters: 20` into the LLM API
+# options when ISL = OSL = 1024 and TP < 8, and neither otherwise. The dump's other TRT
+# launch scripts of those dates (DeepSeek-R1, GPT-OSS, MiniMax) do not set them.
+def engine_settings(stem: str, framework: str, label: str) -> dict[str, Any]:
+    """Point keyword arguments for the engine settings the sweep's run stated."""
+    m = re.search(r"-tp(\d+)$", stem)
+    tp = int(m.group(1)) if m else 0
+    if framework == "trt" and stem.startswith("llama-3.1-70b-instruct-") and label == "1k1k" and 0 < tp < 8:
+        return {"batch_wait_timeout_iters": 20, "batch_wait_max_tokens_ratio": 0.9}
+    return {}
+
+
 def inferencex_points(path: Path, lengths: str = "inferencex") -> list[Point]:
     data = json.loads(path.read_text())
     out = []
@@ -88,6 +106,7 @@ def inferencex_points(path: Path, lengths: str = "inferencex") -> list[Point]:
                     model=model_of(stem),
                     source=f"InferenceX {data.get('release_tag', '')} via inferencex_absolutes.json",
                     range_ratio=ratio,
+                    **engine_settings(stem, a["framework"], a["label"]),
                 )
             )
     return out
@@ -132,6 +151,9 @@ def native(points: list[Point]) -> dict[str, Any]:
             "split": half(p.sweep),
             "range_ratio": p.range_ratio,
         }
+        if p.batch_wait_timeout_iters:
+            row["batch_wait_timeout_iters"] = p.batch_wait_timeout_iters
+            row["batch_wait_max_tokens_ratio"] = p.batch_wait_max_tokens_ratio
         for m in METRICS:
             for st in STATS:
                 v = getattr(p, m).get(st)

@@ -253,3 +253,26 @@ def test_dcp_capacity_shards_tokens_then_pages() -> None:
         # token-then-page: whole blocks of the rank's own ceil(tokens/8) tokens
         assert token_then_page == math.ceil(math.ceil(tokens / 8) / 16) * 16 * bpt
         assert token_then_page == factor * bytes_then_divide
+
+
+@pytest.mark.parametrize(
+    ("dtype", "bf16", "fp8", "fp4", "want"),
+    [
+        ("nvfp4", 989.0, 1979.0, 9000.0, ("nvfp4", 9000.0)),
+        ("mxfp4", 2250.0, 4500.0, 9000.0, ("nvfp4", 9000.0)),
+        ("nvfp4", 989.0, 1979.0, 0.0, ("bf16", 989.0)),
+        ("mxfp4", 989.0, 1979.0, 0.0, ("bf16", 989.0)),
+        ("int4", 989.0, 1979.0, 9000.0, ("bf16", 989.0)),
+        ("fp8", 989.0, 1979.0, 0.0, ("fp8", 1979.0)),
+        ("fp8", 312.0, 0.0, 0.0, ("bf16", 312.0)),
+    ],
+)
+def test_four_bit_weights_without_fp4_tensor_cores_compute_at_bf16(
+    dtype: str, bf16: float, fp8: float, fp4: float, want: tuple[str, float]
+) -> None:
+    """Guards the served compute rate (divergences V13): fp4 weights take the fp4 peak only
+    where the chip has one; on Hopper vLLM runs them W4A16 (Marlin FP4, MXFP4 BF16
+    backends), so they price at the bf16 peak with bf16 coefficients, not at fp8."""
+    from latencykernel.resolve.dtypes import dtype_fit
+
+    assert dtype_fit(dtype, bf16, fp8, fp4) == want

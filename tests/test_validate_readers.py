@@ -30,6 +30,20 @@ def test_native_csv_reads_every_column_in_seconds() -> None:
     assert b.concurrency is None and b.request_rate == pytest.approx(2.5) and b.engine == "sglang"
 
 
+def test_native_rows_carry_tensorrt_llm_batch_waiting() -> None:
+    """Guards the engine setting a run states beside its measurements: TensorRT-LLM's
+    batch_wait_timeout_iters / batch_wait_max_tokens_ratio are read into the point, and a
+    row without them is off (0), not a default wait."""
+    text = (
+        "sweep,isl,osl,concurrency,scenario,batch_wait_timeout_iters,batch_wait_max_tokens_ratio\n"
+        "x,1000,1000,4,a.yaml,20,0.9\n"
+        "y,1000,1000,4,a.yaml,,\n"
+    )
+    a, b = read_text(text, "bw.csv")
+    assert (a.batch_wait_timeout_iters, a.batch_wait_max_tokens_ratio) == (20, pytest.approx(0.9))
+    assert (b.batch_wait_timeout_iters, b.batch_wait_max_tokens_ratio) == (0, 0.0)
+
+
 def test_native_json_nested_and_flat_stats() -> None:
     """Guards both spellings of a stat in native JSON ({'tpot_ms': {...}} and tpot_mean_ms)."""
     pts = read_measurements([DATA / "native.json"])
@@ -96,6 +110,8 @@ def test_detect_tells_formats_apart() -> None:
         ('{"scenario": "a.yaml", "benchmarks": [{"args": {"strategy": {"type_": "throughput"}}}]}', "states no load"),
         ("{not json", "not valid JSON"),
         ('{"points": [{"isl": 1, "osl": 1, "concurrency": 1, "build": {"model": "x"}}]}', "hardware"),
+        ("sweep,isl,osl,concurrency,scenario,batch_wait_timeout_iters\nx,10,10,1,a.yaml,-2\n", "whole number >= 0"),
+        ("sweep,isl,osl,concurrency,scenario,batch_wait_max_tokens_ratio\nx,10,10,1,a.yaml,1.5\n", r"in \[0, 1\]"),
     ],
 )
 def test_bad_input_is_our_error_naming_the_field(text: str, match: str) -> None:

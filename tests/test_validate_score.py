@@ -201,3 +201,40 @@ def test_wave_queue_round_zero_is_the_first_wave_burst_and_spread_lowers_it() ->
     assert 15 / 2 * 0.05 / 10 < ten < 15 / 2 * 0.05
     assert wave_queue_s(16, 0.05, 30.0, 6.0, 10) <= ten
     assert wave_queue_s(1, 0.05, 30.0, 3.0, 10) == 0.0
+
+
+def test_batch_wait_holds_a_lone_prompt_the_timeout_and_nothing_without_decodes() -> None:
+    """Guards TensorRT-LLM's batch-waiting hold (py_executor ``_waiting_requests``): no
+    other request decoding, or the setting off, holds nothing; a prompt alone in its window
+    waits the whole timeout in decode steps; prompts that join a window wait less, so the
+    mean falls as the other residents send faster; a token threshold the held prompts
+    already pass releases at once."""
+    from latencykernel.validation.predict import batch_wait_s
+
+    assert batch_wait_s(1, 1000, 1000, 0.02, 20, 0.9, 16384) == 0.0
+    assert batch_wait_s(8, 1000, 1000, 0.02, 0, 0.9, 16384) == 0.0
+    lam = 1 / (1000 + 20)
+    assert batch_wait_s(2, 1000, 1000, 0.02, 20, 0.0, 16384) == pytest.approx(
+        (20 + lam * 400 / 2) / (1 + lam * 20) * 0.02, rel=1e-12
+    )
+    holds = [batch_wait_s(b, 1000, 1000, 0.02, 20, 0.0, 16384) / 0.02 for b in (2, 8, 32, 128)]
+    assert holds == sorted(holds, reverse=True) and holds[0] < 20 and holds[-1] > 10
+    assert batch_wait_s(8, 16000, 1000, 0.02, 20, 0.9, 16384) == 0.0
+
+
+def test_closed_form_adds_the_batch_wait_to_ttft_only() -> None:
+    """Guards where the hold lands: a point stating batch waiting has the same TPOT and a
+    TTFT larger by the hold (before the queue terms), at one client no hold at all."""
+    k = lk.open(K)
+    dep = Deployment(scenario=K)
+    off = closed_form_prediction(k, Point("x", dep, 1024, 1024, concurrency=4))
+    on = closed_form_prediction(
+        k,
+        Point("x", dep, 1024, 1024, concurrency=4, batch_wait_timeout_iters=20, batch_wait_max_tokens_ratio=0.9),
+    )
+    assert on.tpot.mean == off.tpot.mean
+    assert on.ttft.mean is not None and off.ttft.mean is not None
+    assert on.ttft.mean - off.ttft.mean > 15 * (off.tpot.mean or 0) * 0.5
+    one_off = closed_form_prediction(k, Point("x", dep, 1024, 1024, concurrency=1))
+    one_on = closed_form_prediction(k, Point("x", dep, 1024, 1024, concurrency=1, batch_wait_timeout_iters=20))
+    assert one_on.ttft.mean == one_off.ttft.mean

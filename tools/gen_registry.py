@@ -229,6 +229,58 @@ def prim_source(name: str, part: str) -> dict[str, str]:
     return {"kind": "model", "cite": cite, "role": "primary"}
 
 
+# Entries refitted here on measured serving runs (issue 11), replacing the registry's value:
+# (name, part) -> (scale on the registry's value, rationale). Each was chosen on the FIT half of the
+# InferenceX sweeps (sha256(sweep id) split, bench/score_inferencex.py) and scored on both
+# halves in docs/accuracy.md; the registry's own value and source stay cited.
+INFERENCEX_FIT = (
+    "SemiAnalysis InferenceX db-dump/2026-09-28 (inferencex_absolutes.json, BLIS latency kernel "
+    "testdata 026aa56), FIT half of the sha256(sweep id) split: 509 points, 95 sweeps; closed form over "
+    "the step price (latencykernel.validation)"
+)
+B200_FP8_SCALE = 0.75  # on both constants: the same efficiency at decode-sized M, 0.75x at large M
+B200_FP8_WHY = (
+    "Refitted on serving measurements (issue 11): the registry's B200 fp8 ramp (eps_max 0.764, m_half "
+    "177, the envelope of NVIDIA's AISimulate GEMM sweep) scaled by 0.75 on both constants, which "
+    "keeps eff(M) ~ eps_max M / m_half at decode-sized M and lowers it to 0.75x at large M (prefill "
+    "chunks). Evidence, fit half of the InferenceX sha256 split: with the envelope, B200 fp8 Llama-"
+    "3.1-70B 8k1k TTFT was priced 0.69x measured at 4 clients on vLLM TP1 (0.87x on TensorRT-LLM) "
+    "and the B200 fp8 sweeps' TTFT signed error was -14 % (Llama 8k1k) and -31 % (MiniMax-M2.5 8k1k), "
+    "while H100 and H200 fp8 ramps scaled the same way scored best near 1.0. The factor is the "
+    "best of a 0.05 grid (0.6 to 1.0) by the sum of the fit half's TPOT shape MAE, TPOT MAPE and "
+    "TTFT MAPE (7.58 / 11.95 / 24.18 % -> 7.22 / 11.95 / 23.14 %). Why serving runs reach less of "
+    "the envelope on B200 than on Hopper (sustained-load clocks, the activation quantization and "
+    "epilogues around each GEMM) is not isolated by any public timing; the envelope itself is "
+    "documented as optimistic at large M."
+)
+REFITS: dict[tuple[str, str], tuple[float, str]] = {
+    ("gemm_eps_max_fp8", "b200"): (B200_FP8_SCALE, B200_FP8_WHY),
+    ("gemm_m_half_fp8", "b200"): (B200_FP8_SCALE, B200_FP8_WHY),
+}
+
+
+def apply_refit(name: str, part: str, e: dict[str, Any], report: list[str]) -> dict[str, Any]:
+    """The entry with its refitted value, method measured, fitted, the InferenceX source
+    first and the registry's kept as supporting, where REFITS names it."""
+    hit = REFITS.get((name, part))
+    if hit is None:
+        return e
+    scale, why = hit
+    old = e["value"]
+    value: float = round(old * scale) if isinstance(old, int) else round(old * scale, 3)
+    report.append(f"cost-model-primitives: {name} [{part}] refitted {old} -> {value}")
+    kept = [dict(s, role="supporting") for s in e["sources"]]
+    e.update(
+        value=value,
+        method="measured",
+        fitted=True,
+        sources=[{"kind": "discussion", "cite": INFERENCEX_FIT, "role": "primary"}, *kept],
+        rationale=why + f" The registry's value was {old}.",
+    )
+    e.pop("ci95", None)
+    return e
+
+
 def build_primitives(ref: Path, report: list[str]) -> list[tuple[str, dict[str, Any]]]:
     set_name = "cost-model-primitives"
     stored = Stored(ref / f"{set_name}.yaml")
@@ -275,6 +327,7 @@ def build_primitives(ref: Path, report: list[str]) -> list[tuple[str, dict[str, 
                 prim_rationale(name, part, value, method),
                 ci,
             )
+            e = apply_refit(name, part, e, report)
             e["_section"] = ", ".join(parts)
             out.append((name, e))
     return out

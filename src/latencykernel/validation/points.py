@@ -83,6 +83,11 @@ class Point:
     ttft, tpot, itl: measured latencies (seconds), vLLM's definitions
     engine, chip, model: labels for the summaries (filled from the step model when empty)
     source:       the format it was read from, and any conversion applied
+    batch_wait_timeout_iters, batch_wait_max_tokens_ratio: TensorRT-LLM's batch waiting as
+                  the run set it (its LLM API options of those names; 0 = off, the
+                  engine's default): a prompt is held while other requests decode, up to
+                  that many iterations or until the held tokens reach the ratio of
+                  max_num_tokens (see ``predict.batch_wait_s``)
     """
 
     sweep: str
@@ -99,6 +104,8 @@ class Point:
     model: str = ""
     source: str = ""
     range_ratio: float = 0.0
+    batch_wait_timeout_iters: int = 0
+    batch_wait_max_tokens_ratio: float = 0.0
 
     def __post_init__(self) -> None:
         if not (self.isl >= 1):
@@ -107,6 +114,14 @@ class Point:
             raise LatencyKernelError(f"osl must be at least 1 token, got {self.osl!r} (sweep {self.sweep!r})")
         if not (0.0 <= self.range_ratio < 1.0):
             raise LatencyKernelError(f"range_ratio must be in [0, 1), got {self.range_ratio!r}")
+        if not (isinstance(self.batch_wait_timeout_iters, int) and self.batch_wait_timeout_iters >= 0):
+            raise LatencyKernelError(
+                f"batch_wait_timeout_iters must be a whole number >= 0, got {self.batch_wait_timeout_iters!r}"
+            )
+        if not (0.0 <= self.batch_wait_max_tokens_ratio <= 1.0):
+            raise LatencyKernelError(
+                f"batch_wait_max_tokens_ratio must be in [0, 1], got {self.batch_wait_max_tokens_ratio!r}"
+            )
         if self.concurrency is None and self.request_rate is None:
             raise LatencyKernelError(f"sweep {self.sweep!r}: a point needs concurrency or request_rate")
         if self.concurrency is not None and self.concurrency < 1:

@@ -23,7 +23,7 @@ the one ``validate`` uses, so switching is one line:
       TPOT   = D + (b − 1) · M / osl              each of the b − 1 other requests
                prefills about once during one request's osl decode steps, and vLLM's
                chunked prefill runs it inside a decode step (mixed batch)
-      TTFT   = admission(isl) + D / 2 + Σ chunk steps(with b − 1 decodes) + Q
+      TTFT   = admission(isl) + D / 2 + Σ chunk steps(with b − 1 decodes) + H + Q
                the wait for the running step, the prompt's own steps, and Q the queue
                behind other prompts (``wave_queue_s``): the mean over the 10 rounds of a
                closed loop (num_prompts = 10 × concurrency, as InferenceX and vLLM's
@@ -31,6 +31,8 @@ the one ``validate`` uses, so switching is one line:
                of all b clients ((b − 1) / 2 · M), round k spread over
                b · M + sqrt(k) · 2 r · osl · TPOT (r the length range ratio); for a
                request rate, M/D/1 over the whole cycle (``prefill_queue_s``)
+               + H TensorRT-LLM's batch-waiting hold where the run set it
+               (``batch_wait_s``; 0 otherwise)
                + S · (n / b − 1) when n > b: a closed loop of n clients over b slots
                (Little's law), S = TTFT + osl · TPOT the service time of one request
 """
@@ -52,6 +54,7 @@ __all__ = [
     "closed_form_prediction",
     "prefill_queue_s",
     "wave_queue_s",
+    "batch_wait_s",
     "serving_prediction",
     "serving_available",
     "PREDICTOR",
@@ -168,6 +171,51 @@ def wave_queue_s(resident: int, prefill_s: float, cycle_s: float, decode_spread_
     return total / waves
 
 
+def batch_wait_s(
+    resident: int,
+    isl: float,
+    osl: float,
+    decode_step_s: float,
+    timeout_iters: int,
+    max_tokens_ratio: float,
+    max_num_tokens: int,
+) -> float:
+    """Mean time TensorRT-LLM's batch waiting holds a prompt before its prefill, seconds.
+
+    The rule (TensorRT-LLM, tensorrt_llm/_torch/pyexecutor/py_executor.py,
+    ``PyExecutor._schedule`` and ``_waiting_requests``): with ``batch_wait_timeout_iters``
+    W > 0, while generation requests are scheduled (and attention DP is off), the
+    scheduled context requests are held, one iteration counted per hold, until the count
+    reaches W or the scheduled tokens (held prompts plus one per decoding request) reach
+    ``batch_wait_max_tokens_ratio`` x max_num_tokens; then all held prompts are released
+    together and the count restarts. With nothing else decoding there is no wait.
+
+    In a closed loop of ``resident`` requests the other ``resident - 1`` send a prompt
+    about once per osl + W iterations (rate lam per iteration). The first prompt of a
+    window waits its whole length L = W (or less, when the held tokens reach the ratio
+    first: isl (1 + lam t) + resident - 1 >= ratio x max_num_tokens), the lam L that join
+    it wait L / 2 on average: mean (L + lam L^2 / 2) / (1 + lam L) iterations, each one
+    decode step (the held prompts do not run).
+
+    Evidence: InferenceX ran Llama-3.1-70B on TensorRT-LLM with batch_wait_timeout_iters
+    20 and batch_wait_max_tokens_ratio 0.9 at 1k1k below TP8 (its
+    benchmarks/70b_*_trt_slurm.sh, 2025-09-18 to 2025-10-29, the runs of the dump); those
+    sweeps' TTFT measured about 19 decode steps above their 1k8k TTFT at the same prompt
+    length (H200 fp8 TP1 at 4 clients: 562 against 176 ms, TPOT 20.1 ms), while the TP8
+    and other workloads, without the setting, are priced near 1.0x."""
+    if timeout_iters <= 0 or resident <= 1 or decode_step_s <= 0:
+        return 0.0
+    lam = (resident - 1) / (osl + timeout_iters)
+    length = float(timeout_iters)
+    if max_tokens_ratio > 0 and max_num_tokens > 0:
+        room = max_tokens_ratio * max_num_tokens - (resident - 1) - isl
+        if room <= 0:
+            return 0.0
+        length = min(length, room / (isl * lam))
+    mean_iters = (length + lam * length * length / 2) / (1 + lam * length)
+    return mean_iters * decode_step_s
+
+
 def closed_form_prediction(model: Any, point: Point) -> Prediction:
     """The closed form of the module docstring."""
     lim = model.limits()
@@ -196,6 +244,16 @@ def closed_form_prediction(model: Any, point: Point) -> Prediction:
     d, m, steps, adm = closed_form_parts(model, point.isl, point.osl, b)
     tpot = d + (b - 1) * m / point.osl
     ttft = adm + d / 2 + steps
+    if point.batch_wait_timeout_iters > 0:
+        ttft += batch_wait_s(
+            b,
+            point.isl,
+            point.osl,
+            d,
+            point.batch_wait_timeout_iters,
+            point.batch_wait_max_tokens_ratio,
+            int(lim.max_num_batched_tokens),
+        )
     cycle = ttft + point.osl * tpot
     if point.concurrency is not None:
         spread = 2 * point.range_ratio * point.osl * tpot

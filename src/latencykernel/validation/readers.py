@@ -6,7 +6,9 @@ native JSON / CSV (``docs/accuracy.md`` documents it): one row per point with ``
     ``scenario`` or ``build.<key>`` columns (JSON: a ``build`` object), optional labels
     ``engine``/``chip``/``model``, ``isl``, ``osl``, ``concurrency`` or ``request_rate``, and
     ``{ttft,tpot,itl}_{mean,median,p99}_ms``, optional ``range_ratio`` (lengths uniform on
-    [L(1 − r), L(1 + r)] around the stated means). Definitions are vLLM's.
+    [L(1 − r), L(1 + r)] around the stated means), optional ``batch_wait_timeout_iters``
+    and ``batch_wait_max_tokens_ratio`` (TensorRT-LLM's batch waiting as the run set it).
+    Definitions are vLLM's.
 ``vllm bench serve`` result JSON (vllm/benchmarks/serve.py, ``benchmark`` result dict):
     ``{mean,median,p99}_{ttft,tpot,itl}_ms`` are taken as they are; ISL/OSL are
     ``total_input_tokens / completed`` and ``total_output_tokens / completed``; the load is
@@ -119,6 +121,8 @@ def _native_point(row: Mapping[str, Any], default: Deployment | None, where: str
     rate = _num(row.get("request_rate"), f"{where}: request_rate")
     sweep = str(row.get("sweep") or f"{dep.key()} isl={isl:g} osl={osl:g}")
     ratio = _num(row.get("range_ratio"), f"{where}: range_ratio")
+    wait_iters = _whole(row.get("batch_wait_timeout_iters"), f"{where}: batch_wait_timeout_iters")
+    wait_ratio = _num(row.get("batch_wait_max_tokens_ratio"), f"{where}: batch_wait_max_tokens_ratio")
     return Point(
         sweep=sweep,
         deployment=dep,
@@ -134,6 +138,8 @@ def _native_point(row: Mapping[str, Any], default: Deployment | None, where: str
         model=str(row.get("model") or ""),
         source="native",
         range_ratio=ratio or 0.0,
+        batch_wait_timeout_iters=wait_iters or 0,
+        batch_wait_max_tokens_ratio=wait_ratio or 0.0,
     )
 
 
