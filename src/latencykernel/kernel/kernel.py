@@ -221,16 +221,13 @@ class Kernel:
         The arrays and settings pass the same checks as a ``Batch`` (whole numbers in
         [0, ``MAX_TOKENS``]; ``decode_threshold`` and ``sm_budget`` whole and not negative)
         before the vectorised price runs."""
-        from latencykernel.kernel.arrays import token_array  # numpy loads here, not on import
+        from latencykernel.kernel.arrays import token_columns  # numpy loads here, not on import
         from latencykernel.kernel.vector import step_times
 
         th = whole_count("decode_threshold", decode_threshold)
         budget = whole_count("sm_budget", sm_budget, MAX_SM_BUDGET)
-        st = token_array("step", step, negative_ok=True)
-        s = token_array("scheduled", scheduled)
-        c = token_array("computed", computed)
-        p = token_array("prompt_len", prompt_len) if prompt_len is not None else None
-        return step_times(self._fast, self.step_time, st, s, c, decode_threshold=th, prompt_len=p, sm_budget=budget)
+        cols = token_columns(step, scheduled, computed, prompt_len)
+        return step_times(self._fast, self.step_time, cols, decode_threshold=th, sm_budget=budget)
 
     def check(self, batch: Batch) -> None:
         """Refuse (``RefusedError`` naming the limit and the value) a batch no engine under

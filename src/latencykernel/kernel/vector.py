@@ -21,12 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
-from latencykernel.batch import RESOURCES, Batch, Resource, StepEstimate
+from latencykernel.batch import MAX_TOKENS, RESOURCES, Batch, Resource, StepEstimate
 from latencykernel.errors import LatencyKernelError
+from latencykernel.kernel.arrays import CHUNK_ROWS as _CHUNK_ROWS
+from latencykernel.kernel.arrays import Columns, token_array
 from latencykernel.kernel.fast import T_DCP, T_GENERIC, T_TOPK, T_WINDOW, FastPlan, ReadLaw
 from latencykernel.price.collective import LARGE_MESSAGE_BYTES
 from latencykernel.price.ramp import sm_budget_derate
@@ -36,6 +38,7 @@ __all__ = ["StepTimes", "step_times"]
 
 _NS = 1e-9
 _EXACT_NS = float(2**53)
+_FLOAT_NS = float(2**50)
 MAX_EMPTY_STEPS = 2**20  # gaps beyond the rows, at most (about 70 MB of results)
 _RES = np.array(RESOURCES, dtype=object)
 
@@ -66,126 +69,70 @@ class StepTimes:
         return (self[i] for i in range(len(self)))
 
 
-def _coll_x(floor: float, b: Any, itr: float, ipk: float) -> Any:
-    """floor + b·inv_transition, each byte beyond 8 MiB at the peak rate
-    (``price.collective.collective_time_s``'s first term, over arrays)."""
-    x = floor + b * itr
-    if itr > ipk:
-        x = np.where(b > LARGE_MESSAGE_BYTES, floor + LARGE_MESSAGE_BYTES * itr + (b - LARGE_MESSAGE_BYTES) * ipk, x)
-    return x
-
-
 def step_times(
     plan: FastPlan | None,
     fallback: Callable[[Batch], StepEstimate],
-    step: Any,
-    scheduled: Any,
-    computed: Any,
+    cols: Columns,
     *,
     decode_threshold: int,
-    prompt_len: Any = None,
     sm_budget: int = 0,
 ) -> StepTimes:
     """See ``Kernel.step_times``. ``plan`` is the kernel's fused plan (None: every step
     takes ``fallback``); ``fallback`` prices one batch (``Kernel.step_time``) for the steps
-    the plan hands back. The columns come checked by ``Kernel.step_times``
-    (``kernel.arrays.token_array``: int64, whole, in [0, MAX_TOKENS]; ``step`` may be
-    negative and is checked here), and the settings are whole counts: nothing is converted
-    or range-checked twice."""
-    st, s, c = step, scheduled, computed
+    the plan hands back. The columns come from ``kernel.arrays.token_columns``: int64 and,
+    when ``cols.checked``, whole and in [0, MAX_TOKENS] (``step`` may be negative, and is
+    checked here); when not, ``scheduled`` alone is checked and ``step``'s range and
+    ``computed`` are checked here, on the way, with the same refusals in the same order.
+    The settings are whole counts."""
+    st, s, c, p, smin, smax, checked = cols
     n = len(st)
+
+    def refuse(message: str | None = None) -> NoReturn:
+        # Kernel.step_times checks step, scheduled, computed in turn, then the layout: the
+        # checks the quick way skipped come first, so the first refusal is the same.
+        if not checked:
+            token_array("step", st, negative_ok=True)
+            token_array("computed", c)
+        raise LatencyKernelError(message or "step_times: a column failed its check")
+
     for name, col in (("scheduled", s), ("computed", c)):
         if len(col) != n:
-            raise LatencyKernelError(f"{name} has {len(col)} rows and step has {n}; they must be equal")
-    if prompt_len is not None and len(prompt_len) != n:  # accepted for symmetry with ReqShape; not read
-        raise LatencyKernelError(f"prompt_len has {len(prompt_len)} rows and step has {n}; they must be equal")
+            refuse(f"{name} has {len(col)} rows and step has {n}; they must be equal")
+    if p is not None and len(p) != n:  # accepted for symmetry with ReqShape; not read
+        refuse(f"prompt_len has {len(p)} rows and step has {n}; they must be equal")
     th = decode_threshold
     budget = sm_budget
-    # One pass when every row schedules the same tokens (a decode-only simulation), else two.
-    smin = int(s[0]) if n else 0
-    smax = smin
-    if n and not (s == smin).all():
-        smin, smax = int(s.min()), int(s.max())
     if n == 0:
         z = np.zeros(0)
         return StepTimes(z, z.copy(), np.zeros(0, dtype=object), {r: z.copy() for r in RESOURCES})
     if st[0] < 0:
-        raise LatencyKernelError(f"step must count from 0; step[0] is {int(st[0])}")
+        refuse(f"step must count from 0; step[0] is {int(st[0])}")
 
-    # Segments: runs of rows of one step. Steps of one width each (the common layout of a
-    # simulator's batch) are recognised in one pass over ``step``.
-    seg_start = _equal_segments(st, n)
-    if seg_start is None:
-        seg_start = np.flatnonzero(st[1:] != st[:-1]) + 1 if n > 1 else np.zeros(0, dtype=np.int64)
-        seg_start = np.concatenate((np.zeros(1, dtype=np.int64), seg_start))
-    seg_step = st[seg_start]
-    if len(seg_step) > 1:
-        down = np.diff(seg_step) < 0
-        if down.any():
-            j = int(seg_start[int(np.argmax(down)) + 1])
-            raise LatencyKernelError(
-                f"step must be non-decreasing; step[{j}] is {int(st[j])} after step[{j - 1}] = {int(st[j - 1])}"
-            )
-    nsteps = int(seg_step[-1]) + 1
-    if nsteps > n + MAX_EMPTY_STEPS:
-        # One entry per step number: a far step number would allocate entries for every
-        # step before it (step [0, 10**9] asked for a billion).
-        raise LatencyKernelError(
-            f"step numbers must not exceed the number of rows ({n}) by more than {MAX_EMPTY_STEPS:,} "
-            f"(empty steps); step[{n - 1}] is {nsteps - 1}. step_times returns one entry per step "
-            "number, gaps included: number the steps densely"
-        )
-    seg_n = np.diff(np.append(seg_start, n))
-    gaps = len(seg_step) != nsteps
-
-    def per_step(v: np.ndarray) -> np.ndarray:
-        if not gaps:
-            return v
-        out = np.zeros(nsteps, dtype=v.dtype)
-        out[seg_step] = v
-        return out
-
-    T = per_step(seg_n * smin if smin == smax else np.add.reduceat(s, seg_start))
-    sumc = per_step(np.add.reduceat(c, seg_start))
-    nreq = per_step(seg_n)
-    starts = per_step(seg_start)
-
-    fp = plan
-    if fp is not None:
-        raw, slow = _price(fp, st, s, c, T, sumc, nreq, th, budget, seg_start, per_step, nsteps, smin, smax)
-        # Whole nanoseconds as int64 are exact only below 2**53 ns (104 days): a step above
-        # that (or not finite) is priced by the fallback, whose Python integers do not overflow.
-        if not max(float(x.max()) for x in raw) * 1e9 < _EXACT_NS:
-            huge = np.zeros(nsteps, dtype=bool)
-            for x in raw:
-                huge |= ~(x * 1e9 < _EXACT_NS)
-            slow = huge if slow is None else (slow | huge)
-            slow = huge if slow is None else (slow | huge)
-            raw = tuple(np.where(huge, 0.0, x) for x in raw)
-        ns = [(x * 1e9).astype(np.int64) for x in raw[:5]]
-        o_ns = (raw[5] * 1e9).astype(np.int64) + ns[4]
-    else:
-        ns = [np.zeros(nsteps, dtype=np.int64) for _ in range(5)]
-        o_ns = np.zeros(nsteps, dtype=np.int64)
-        slow = np.ones(nsteps, dtype=bool)
-    no = ns[0] + ns[1] + ns[2] + ns[3] + ns[4]
-    np.minimum(o_ns, no, out=o_ns)
-    best = np.zeros(nsteps, dtype=np.intp)  # the first of equal maxima, as step_time
-    top = ns[0]
-    for i in range(1, 5):
-        more = ns[i] > top
-        best[more] = i
-        top = np.maximum(top, ns[i])
-    overlap = o_ns * _NS
-    no_overlap = no * _NS
-    per = {r: x * _NS for r, x in zip(RESOURCES, ns)}
+    done = None
+    if plan is not None:
+        # The layout of a simulator's batch: steps 0, 1, 2, … of one width each. Priced
+        # block by block, each block's rows read once while in cache.
+        nseg = int(st[-1]) + 1
+        if 0 < nseg <= n and n % nseg == 0:
+            done = _equal_width(plan, st, s, c, n // nseg, th, budget, smin, smax, checked, refuse)
+    if done is None:
+        if not checked and int(c.view(np.uint64).max()) > MAX_TOKENS:
+            refuse()
+        done = _any_layout(plan, st, s, c, n, th, budget, smin, smax, checked, refuse)
+    out, best, slow, seg_start, seg_step = done
+    overlap, no_overlap = out[0], out[1]
+    per = dict(zip(RESOURCES, out[2:]))
     bottleneck = _RES[best]
 
     if slow is not None and slow.any():
         # Steps the fast path leaves to the reference: priced one by one by step_time.
+        nsteps = len(best)
+        nseg = len(seg_start)
+        seg_of = np.full(nsteps, -1, dtype=np.int64)
+        seg_of[seg_step] = np.arange(nseg)
         for i in np.flatnonzero(slow).tolist():
-            a = int(starts[i])
-            b = a + int(nreq[i])
+            k = int(seg_of[i])
+            a, b = (int(seg_start[k]), int(seg_start[k + 1]) if k + 1 < nseg else n) if k >= 0 else (0, 0)
             e = fallback(Batch.from_columns(s[a:b].tolist(), c[a:b].tolist(), th, budget))
             overlap[i] = e.overlap
             no_overlap[i] = e.no_overlap
@@ -195,20 +142,343 @@ def step_times(
     return StepTimes(overlap, no_overlap, bottleneck, per)
 
 
-def _equal_segments(st: np.ndarray, n: int) -> np.ndarray | None:
-    """Row offsets of the steps when ``st`` is 0, 0, …, 1, 1, … with every step the same
-    number of rows and none missing, else None (the general path finds the runs)."""
-    last = int(st[-1])
-    if st[0] != 0 or last < 0 or n % (last + 1):
+_BLOCK_STEPS = 8192  # steps per block of the price (its temporaries stay small)
+_BLOCK_ROWS = 1 << 18  # rows per block of the price, at most (unless one step has more)
+
+_Done = tuple[np.ndarray, np.ndarray, Any, np.ndarray, np.ndarray]
+
+
+class _Results:
+    """The results being filled block by block: seconds (overlap, no_overlap, sm, hbm,
+    nvlink, nic, host) in one allocation, the bottleneck's index in RESOURCES, the steps
+    left to the fallback, and the buffers every block reuses."""
+
+    def __init__(self, nsteps: int, block: int) -> None:
+        self.out = np.zeros((7, nsteps))
+        self.best = np.zeros(nsteps, dtype=np.intp)
+        self.slow: Any = None
+        self.R = np.empty((6, block))
+        self.N = np.empty((6, block), dtype=np.int64)
+
+    def add(self, lo: int, hi: int, R: np.ndarray, sl: Any) -> None:
+        """Steps lo .. hi - 1, priced (seconds ``R``, its steps to leave ``sl`` or None)."""
+        # Whole nanoseconds as int64 are exact only below 2**53 ns (104 days): a step above
+        # that (or not finite) is priced by the fallback, whose Python integers do not overflow.
+        if not float(R.max()) * 1e9 < _EXACT_NS:
+            huge = ~(R * 1e9 < _EXACT_NS).all(axis=0)
+            sl = huge if sl is None else (sl | huge)
+            R[:, huge] = 0.0
+        if sl is not None:
+            if self.slow is None:
+                self.slow = np.zeros(len(self.best), dtype=bool)
+            self.slow[lo:hi] = sl
+        _finish(R, self.N[:, : hi - lo], self.out[:, lo:hi], self.best[lo:hi])
+
+
+def _finish(R: np.ndarray, N: np.ndarray, out: np.ndarray, best: np.ndarray) -> None:
+    """``Kernel._estimate`` over a block: seconds ``R`` (sm, hbm, nvlink, nic, host,
+    overlap) to whole nanoseconds ``N`` (truncated, as int()), their sum, the overlap plus
+    host (at most the sum), back to seconds in ``out`` (overlap, no_overlap, sm .. host),
+    and the first of the largest resources in ``best``."""
+    np.multiply(R, 1e9, out=R)
+    if float(R.max()) < _FLOAT_NS:
+        # Whole nanoseconds held as floats: below 2**50 each, six of them sum below 2**53,
+        # so every value and sum is the exact integer (as int() and Python's sums give).
+        np.trunc(R, out=R)
+        ns: np.ndarray = R[:5]
+        no = ns.sum(axis=0, out=out[1])
+        o = np.add(R[5], R[4], out=out[0])
+        np.minimum(o, no, out=o)
+        out[:2] *= _NS
+        np.multiply(ns, _NS, out=out[2:])
+    else:
+        N[...] = R  # truncated toward zero
+        ns = N[:5]
+        no = ns.sum(axis=0)
+        o = N[5]
+        o += N[4]
+        np.minimum(o, no, out=o)
+        out[0] = o  # exact: whole nanoseconds below 2**53
+        out[1] = no
+        out[2:] = ns
+        out *= _NS
+    top = ns.max(axis=0)
+    got: Any = None  # the index found so far, -1 where none yet
+    for i in range(5):
+        m = ns[i] == top
+        if got is None:
+            if m.all():
+                best[:] = i
+                return
+            if m.any():
+                got = np.where(m, i, -1)
+        else:
+            m &= got < 0
+            got[m] = i
+    best[:] = got
+
+
+def _equal_width(
+    plan: FastPlan,
+    st: np.ndarray,
+    s: np.ndarray,
+    c: np.ndarray,
+    w: int,
+    th: int,
+    budget: int,
+    smin: int,
+    smax: int,
+    checked: bool,
+    refuse: Callable[[], NoReturn],
+) -> _Done | None:
+    """The price when ``step`` is 0 (w times), 1 (w times), …, else None (found on the
+    way: the general layout then takes over, and refuses what it must). Each block's rows
+    are read once from memory: ``step``'s differences (0 within a step, 1 from one to the
+    next: the layout and the non-decreasing check at once), ``computed``'s check and its
+    sum per step."""
+    n = len(st)
+    nsteps = n // w
+    B = max(1, min(_BLOCK_STEPS, _BLOCK_ROWS // w))  # steps per block
+    sub = max(1, _CHUNK_ROWS // w)  # steps per pass
+    res = _Results(nsteps, min(B, nsteps))
+    dbuf = np.empty(min(sub, nsteps) * w, dtype=np.int64)
+    starts = np.arange(0, min(B, nsteps) * w, w)
+    sumc = np.empty(min(B, nsteps), dtype=np.int64)
+    T0: Any = w * smin if smin == smax and smin > 0 else None
+    if st[:w].any():  # the first w rows are step 0 (with the rule above, row i is step i // w)
         return None
-    steps = last + 1
-    w = n // steps
-    st2 = st.reshape(steps, w)
-    every = np.arange(steps)
-    # Non-decreasing, and each row starts and ends at its own step number: every row is one step.
-    if not ((st2[:, 0] == every).all() and (st2[:, -1] == every).all() and (st[1:] >= st[:-1]).all()):
-        return None
-    return np.arange(0, n, w, dtype=np.int64)
+    for k0 in range(0, nsteps, B):
+        k1 = min(k0 + B, nsteps)
+        nb = k1 - k0
+        for j0 in range(k0, k1, sub):
+            j1 = min(j0 + sub, k1)
+            a, b = j0 * w, j1 * w
+            e = min(b, n - w)
+            if e > a:  # each row's step is one more than the step w rows before
+                d = dbuf[: e - a]
+                np.subtract(st[a + w : e + w], st[a:e], out=d)
+                if int(d.min()) != 1 or int(d.max()) != 1:
+                    return None
+            cc = c[a:b]
+            if not checked and int(cc.view(np.uint64).max()) > MAX_TOKENS:
+                refuse()
+            np.add.reduceat(cc, starts[: j1 - j0], out=sumc[j0 - k0 : j1 - k0])
+        r0, r1 = k0 * w, k1 * w
+        T: Any = T0
+        if T is None:
+            T = np.add.reduceat(s[r0:r1], starts[:nb]) if smin != smax else np.zeros(nb, dtype=np.int64)
+            t0 = int(T[0])
+            if t0 > 0 and int(T.min()) == t0 == int(T.max()):
+                T = t0
+        R, sl = _price(
+            plan,
+            st[r0:r1],
+            k0,
+            s[r0:r1],
+            c[r0:r1],
+            T,
+            sumc[:nb],
+            w,
+            th,
+            budget,
+            starts[:nb],
+            _same,
+            nb,
+            smin,
+            smax,
+            res.R[:, :nb],
+        )
+        res.add(k0, k1, R, sl)
+    seg_start = np.arange(0, n, w) if res.slow is not None else starts[:0]
+    return res.out, res.best, res.slow, seg_start, np.arange(len(seg_start))
+
+
+def _same(v: np.ndarray) -> np.ndarray:
+    return v
+
+
+def _any_layout(
+    plan: FastPlan | None,
+    st: np.ndarray,
+    s: np.ndarray,
+    c: np.ndarray,
+    n: int,
+    th: int,
+    budget: int,
+    smin: int,
+    smax: int,
+    checked: bool,
+    refuse: Callable[..., NoReturn],
+) -> _Done:
+    """The price for any layout of rows: segments found, gaps filled with empty steps."""
+    seg_start, seg_step = _segments(st, n)
+    nseg = len(seg_start)
+    if nseg > 1:
+        rise = np.diff(seg_step)
+        if int(rise.min()) < 0:  # the runs' step numbers rising is the whole non-decreasing check
+            j = int(seg_start[int(np.argmax(rise < 0)) + 1])
+            refuse(f"step must be non-decreasing; step[{j}] is {int(st[j])} after step[{j - 1}] = {int(st[j - 1])}")
+    last = int(seg_step[-1])
+    if not checked and last > MAX_TOKENS:  # rising from step[0] >= 0: the last is the largest
+        token_array("step", st, negative_ok=True)
+    nsteps = last + 1
+    if nsteps > n + MAX_EMPTY_STEPS:
+        # One entry per step number: a far step number would allocate entries for every
+        # step before it (step [0, 10**9] asked for a billion).
+        refuse(
+            f"step numbers must not exceed the number of rows ({n}) by more than {MAX_EMPTY_STEPS:,} "
+            f"(empty steps); step[{n - 1}] is {nsteps - 1}. step_times returns one entry per step "
+            "number, gaps included: number the steps densely"
+        )
+    blocks = _blocks(seg_start, n)
+    res = _Results(
+        nsteps,
+        max((int(seg_step[k1]) if k1 < nseg else nsteps) - (0 if k0 == 0 else int(seg_step[k0])) for k0, k1 in blocks)
+        if plan is not None
+        else 0,
+    )
+    if plan is None:
+        res.slow = np.ones(nsteps, dtype=bool)
+        return res.out, res.best, res.slow, seg_start, seg_step
+    for k0, k1 in blocks:
+        lo = 0 if k0 == 0 else int(seg_step[k0])
+        hi = int(seg_step[k1]) if k1 < nseg else nsteps
+        r0 = int(seg_start[k0])
+        r1 = int(seg_start[k1]) if k1 < nseg else n
+        R, sl = _block(
+            plan,
+            st[r0:r1],
+            s[r0:r1],
+            c[r0:r1],
+            seg_start[k0:k1] - r0 if r0 else seg_start[k0:k1],
+            seg_step[k0:k1] - lo if lo else seg_step[k0:k1],
+            lo,
+            hi - lo,
+            th,
+            budget,
+            smin,
+            smax,
+            res.R[:, : hi - lo],
+        )
+        res.add(lo, hi, R, sl)
+    return res.out, res.best, res.slow, seg_start, seg_step
+
+
+def _segments(st: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first row of each run of equal step numbers and its step number, one pass over
+    ``step`` in chunks (the comparison's booleans reuse one small buffer)."""
+    if n <= _CHUNK_ROWS:
+        change = np.flatnonzero(st[1:] != st[:-1])
+        out = np.empty(len(change) + 1, dtype=np.int64)
+        out[0] = 0
+        np.add(change, 1, out=out[1:])
+        return out, st[out]
+    buf = np.empty(_CHUNK_ROWS, dtype=bool)
+    parts = [np.zeros(1, dtype=np.int64)]
+    steps = [st[:1]]
+    for a in range(0, n - 1, _CHUNK_ROWS):
+        b = min(a + _CHUNK_ROWS, n - 1)
+        m = buf[: b - a]
+        np.not_equal(st[a + 1 : b + 1], st[a:b], out=m)
+        idx = np.flatnonzero(m)
+        idx += a + 1
+        parts.append(idx)
+        steps.append(st[idx])
+    return np.concatenate(parts), np.concatenate(steps)
+
+
+def _blocks(seg_start: np.ndarray, n: int) -> list[tuple[int, int]]:
+    """Runs [k0, k1) of segments of at most _BLOCK_STEPS segments and, where the runs allow,
+    _BLOCK_ROWS rows."""
+    nseg = len(seg_start)
+    if nseg <= _BLOCK_STEPS and n <= _BLOCK_ROWS:
+        return [(0, nseg)]
+    cuts = set(range(0, nseg, _BLOCK_STEPS))
+    if n > _BLOCK_ROWS:
+        cuts.update(np.searchsorted(seg_start, np.arange(0, n, _BLOCK_ROWS)).tolist())
+    edges = sorted(k for k in cuts if k < nseg)
+    return list(zip(edges, [*edges[1:], nseg]))
+
+
+def _block(
+    fp: FastPlan,
+    st: np.ndarray,
+    s: np.ndarray,
+    c: np.ndarray,
+    seg_start: np.ndarray,
+    seg_step: np.ndarray,
+    lo: int,
+    nsteps: int,
+    th: int,
+    budget: int,
+    smin: int,
+    smax: int,
+    out: np.ndarray,
+) -> tuple[np.ndarray, Any]:
+    """Steps lo .. lo + nsteps - 1 (rows ``st``, ``s``, ``c`` of them; ``seg_start`` and
+    ``seg_step`` relative to the block): their (6, nsteps) seconds and the steps to price
+    one by one (or None)."""
+    n = len(st)
+    nseg = len(seg_start)
+    gaps = nseg != nsteps
+
+    def per_step(v: np.ndarray) -> np.ndarray:
+        if not gaps:
+            return v
+        out = np.zeros(nsteps, dtype=v.dtype)
+        out[seg_step] = v
+        return out
+
+    # Counts per step: a Python int when every step has the same (equal-width layout, no
+    # gaps), so that what depends only on them is priced once, not once per step.
+    width = n // nseg
+    seg_n = np.diff(seg_start, append=n)
+    nreq: Any = width if not gaps and width * nseg == n and int(seg_n.max()) == width else per_step(seg_n)
+    T: Any = nreq * smin if smin == smax else per_step(np.add.reduceat(s, seg_start))
+    if isinstance(T, int) and T == 0:  # steps of requests without tokens: priced as empty
+        T = np.zeros(nsteps, dtype=np.int64)
+    if isinstance(T, np.ndarray) and not gaps:
+        t0 = int(T[0])
+        if t0 > 0 and int(T.min()) == t0 == int(T.max()):
+            T = t0
+    sumc = per_step(np.add.reduceat(c, seg_start))
+    return _price(fp, st, lo, s, c, T, sumc, nreq, th, budget, seg_start, per_step, nsteps, smin, smax, out)
+
+
+def _coll_x(floor: float, b: Any, itr: float, ipk: float) -> Any:
+    """floor + b·inv_transition, each byte beyond 8 MiB at the peak rate
+    (``price.collective.collective_time_s``'s first term, over arrays)."""
+    x = floor + b * itr
+    if itr > ipk:
+        x = np.where(b > LARGE_MESSAGE_BYTES, floor + LARGE_MESSAGE_BYTES * itr + (b - LARGE_MESSAGE_BYTES) * ipk, x)
+    return x
+
+
+def _collective_s(floor: float, ipk: float, itr: float, b: Any) -> Any:
+    """``price.collective.collective_time_s`` of ``b`` bytes (a float or an array), as
+    fast.py folds it: max(floor + b·inv_transition (the peak beyond 8 MiB), b·inv_peak)."""
+    if isinstance(b, np.ndarray):
+        return np.maximum(_coll_x(floor, b, itr, ipk), b * ipk)
+    if b > LARGE_MESSAGE_BYTES and itr > ipk:
+        x = floor + LARGE_MESSAGE_BYTES * itr + (b - LARGE_MESSAGE_BYTES) * ipk
+    else:
+        x = floor + b * itr
+    y = b * ipk
+    return x if x > y else y
+
+
+def _mx(a: Any, b: Any) -> Any:
+    """The larger of two floats or arrays (fast.py's ``b if b > a else a``)."""
+    if type(a) is float and type(b) is float:
+        return b if b > a else a
+    return np.maximum(a, b)
+
+
+def _pick(cond: Any, a: Any, b: Any) -> Any:
+    """``a if cond else b`` for a bool, np.where for an array of them."""
+    if type(cond) is bool:
+        return a if cond else b
+    return np.where(cond, a, b)
 
 
 def _pow_table(q: float, n: np.ndarray) -> np.ndarray:
@@ -226,11 +496,12 @@ def _pow_table(q: float, n: np.ndarray) -> np.ndarray:
 def _price(
     fp: FastPlan,
     st: np.ndarray,
+    lo: int,
     s: np.ndarray,
     c: np.ndarray,
-    T: np.ndarray,
+    T: Any,
     sumc: np.ndarray,
-    nreq: np.ndarray,
+    nreq: Any,
     th: int,
     budget: int,
     seg_start: np.ndarray,
@@ -238,26 +509,54 @@ def _price(
     nsteps: int,
     smin: int,
     smax: int,
-) -> tuple[tuple[Any, ...], Any]:
-    """``FastPlan.price`` over arrays of steps: ((sm, hbm, nvlink, nic, host, overlap), the
-    steps to price one by one, or None)."""
-    empty = T == 0
-    any_empty = bool(empty.any())
+    out: np.ndarray,
+) -> tuple[np.ndarray, Any]:
+    """``FastPlan.price`` over arrays of steps: ``out``, a (6, nsteps) array, filled with
+    (sm, hbm, nvlink, nic, host, overlap) seconds, and the steps to price one by one (or None).
+
+    ``T`` and ``nreq`` are Python ints when every step has the same (then everything that
+    depends on them only is priced once, in Python floats, as fast.py does), else arrays.
+    A term fast.py adds as an exact 0.0 (no experts, no fabric, the first kind's 0.0 +) is
+    left out: every term is a time, not negative, so adding 0.0 changes nothing. Step
+    numbers in ``st`` count from ``lo`` (the block's first step)."""
+
+    def rel(x: np.ndarray) -> np.ndarray:
+        return x - lo if lo else x
+
+    arr = isinstance(T, np.ndarray)
+    empty: Any = False
+    any_empty = False
+    Tsafe: Any = T
+    Tf: Any
+    if not arr:
+        Tf = float(T)
+    else:
+        empty = T == 0
+        any_empty = bool(empty.any())
+        Tsafe = np.where(empty, 1, T) if any_empty else T
+        Tf = Tsafe.astype(np.float64)
     w = fp.width
 
+    uniform: Any
     if smin == smax == w:
         uniform = nreq > 0
+    elif smin >= w:
+        # Every row schedules w or more: a step's sum is w·rows only when each row is w.
+        uniform = T == nreq * w
     else:
         odd = np.flatnonzero(s != w)
-        uniform = (nreq > 0) & (np.bincount(st[odd], minlength=nsteps) == 0)
+        uniform = (nreq > 0) & (np.bincount(rel(st[odd]), minlength=nsteps) == 0)
 
     slow = None
     has_pre = None
+    n_pre: Any = 0
     wins: dict[int, np.ndarray] = {}
     causal: Any = 0.0
+    dec_tokens: Any
+    dec_kv: Any
     if smax > th:
         pidx = np.flatnonzero(s > th)
-        pst, ps, pc = st[pidx], s[pidx], c[pidx]
+        pst, ps, pc = rel(st[pidx]), s[pidx], c[pidx]
         n_pre = np.bincount(pst, minlength=nsteps)
         has_pre = n_pre > 0
         tp_ = np.bincount(pst, weights=ps, minlength=nsteps).astype(np.int64)
@@ -270,21 +569,30 @@ def _price(
             wins[wdw] = np.bincount(pst, weights=_windowed_causal_flops(psf, pcf, wdw) * inv_eff, minlength=nsteps)
         dec_tokens = T - tp_
         dec_kv = T + sumc - tp_ - cp_
-        n_dec = nreq - n_pre
         if fp.pcp_prefill_fallback or fp.dcp_prefill_fallback:
             slow = has_pre
     else:
         dec_tokens = T
         dec_kv = T + sumc
-        n_dec = nreq
-    if smin == 0:
-        zidx = np.flatnonzero((s == 0) & (c == 0))
-        if len(zidx):
-            n_dec = n_dec - np.bincount(st[zidx], minlength=nsteps)
+    # Decodes with any context. Only a windowed secondary reads their count (as fast.py);
+    # otherwise whether there is one is whether their contexts sum above zero.
+    n_dec: Any = dec_kv
+    if fp.needs_ndecode:
+        n_dec = nreq - n_pre
+        if smin == 0:
+            zidx = np.flatnonzero((s == 0) & (c == 0))
+            if len(zidx):
+                n_dec = n_dec - np.bincount(rel(st[zidx]), minlength=nsteps)
     has_dec = n_dec > 0
     all_dec = bool((has_dec | empty).all())
 
-    host: Any = np.where(T > fp.capture, fp.host[2], np.where(uniform, fp.host[0], fp.host[1]))
+    # Host: the graph mode by batch shape, eager above the capture ceiling.
+    eager: Any = T > fp.capture
+    if arr and not eager.any():
+        eager = False
+    if not isinstance(uniform, bool) and uniform.all():
+        uniform = True
+    host: Any = _pick(eager, fp.host[2], _pick(uniform, fp.host[0], fp.host[1]))
 
     # Per-request transforms of the decode contexts.
     toks: list[np.ndarray] = []
@@ -293,60 +601,61 @@ def _price(
         if has_pre is not None:
             ctx = np.where(s > th, 0, ctx)
         for read_law in fp.specs:
-            toks.append(_transform(read_law, ctx, st, seg_start, per_step, nsteps))
+            toks.append(_transform(read_law, ctx, rel(st), seg_start, per_step, nsteps))
 
     d = sm_budget_derate(fp.sm_count, budget)
-    Tsafe = np.where(empty, 1, T) if any_empty else T
-    Y = (Tsafe + fp.m_half) * fp.inv_pe  # T/(peak·efficiency(T)): price.ramp.efficiency folded
-    Yd = Y * d
+    Y = (Tf + fp.m_half) * fp.inv_pe  # T/(peak·efficiency(T)): price.ramp.efficiency folded
+    Yd = Y * d if d != 1.0 else Y  # x·1.0 is x
 
-    ts = []
-    b: Any
-    for floor, ipk, itr, mult, _nic in fp.colls:
-        b = Tsafe * mult
-        ts.append(np.maximum(_coll_x(floor, b, itr, ipk), b * ipk))  # price.collective.collective_time_s
-    pows: dict[float, np.ndarray] = {}
+    # price.collective.collective_time_s of each graph collective
+    ts = [_collective_s(floor, ipk, itr, Tf * mult) for floor, ipk, itr, mult, _nic in fp.colls]
+    pows: dict[float, Any] = {}
     nroute = Tsafe * fp.funnel
     rows_nonlatent = None
+    dec_kvf: Any = None
 
-    p_sm: Any = 0.0
-    p_hbm: Any = 0.0
-    p_nv: Any = 0.0
-    p_nic: Any = 0.0
-    overlap: Any = 0.0
+    p_sm: Any = None  # None: nothing added yet (fast.py's 0.0)
+    p_hbm: Any = None
+    p_nv: Any = None
+    p_nic: Any = None
+    overlap: Any = None
     sm: Any
     hbm: Any
     rsm: Any
     rhbm: Any
     for count, G, R, Wh, Eh, rf, rinv, expert, attn, nv_idx, nic_idx, dcp, Fp, ovr in fp.kinds:
         top_sm: Any = None
-        top_hbm: Any = None
         g = G * Yd
-        if Fp > 0.0:  # price.recurrent.recurrent_update_s, as fast.py
+        if Fp > 0.0 and has_pre is not None:  # price.recurrent.recurrent_update_s, as fast.py
             sm = np.where(
                 dec_tokens < T,
                 g + rf + rinv * dec_tokens + chunked_prefill_share_s(Fp, T - dec_tokens, Tsafe, Yd),
-                g + rf + rinv * Tsafe,
+                g + rf + rinv * Tf,
             )
         else:
-            sm = g + rf + rinv * Tsafe
-        hid: Any = 0.0
+            sm = g + rf + rinv * Tf
+        hid: Any = None
         if ovr:  # price.ramp.gemm_read_beyond_compute_s, as fast.py (the hidden read stays in the stage)
-            hid = np.minimum(g, Wh)
-            hbm = Wh - hid + Eh * Tsafe
+            hid = np.minimum(g, Wh) if arr else (g if Wh > g else Wh)
+            hbm = Wh - hid + Eh * Tf
         else:
-            hbm = Wh + Eh * Tsafe
+            hbm = Wh + Eh * Tf
+        rsm = rhbm = None
         if expert is not None:
             q, Z = expert
             if q not in pows:
-                pows[q] = _pow_table(q, nroute)
+                pows[q] = _pow_table(q, nroute) if arr else q**nroute
             rsm = R * Yd
             rhbm = Z * (1.0 - pows[q])  # price.experts.experts_touched
-        else:
-            rsm = rhbm = 0.0
+        merged_floor = None
         if attn is not None:
             floor, coef, fb, spec, qhd, qhd_ps, window, launch, pf, secs = attn
-            tok = toks[spec] if spec >= 0 else dec_kv
+            if spec >= 0:
+                tok = toks[spec]
+            else:
+                if dec_kvf is None:
+                    dec_kvf = dec_kv.astype(np.float64)
+                tok = dec_kvf
             # price.attention.decode_attention_s (or the raw KV bytes without a rate)
             new = hbm + (floor + tok * coef) if fb is None else hbm + tok * fb
             for f2, c2, w2, r2, dcp2, interleave in secs:
@@ -370,16 +679,16 @@ def _price(
                     both = has_pre & has_dec
                     if launch == 1:
                         hbm = np.where(both, hbm - floor, hbm)
-                        top_hbm = np.where(both, hbm + floor, hbm)
+                        merged_floor = (both, floor)
                     else:
                         sm = np.where(both, sm - pf, sm)
                         top_sm = np.where(both, sm + pf, sm)
-        nv: Any = 0.0
+        nv: Any = None  # None: 0.0 (no fabric)
         for i in nv_idx:
-            nv = nv + ts[i]
-        nic: Any = 0.0
+            nv = ts[i] if nv is None else nv + ts[i]
+        nic: Any = None
         for i in nic_idx:
-            nic = nic + ts[i]
+            nic = ts[i] if nic is None else nic + ts[i]
         if dcp is not None:
             latent, charges = dcp
             if latent:
@@ -389,37 +698,60 @@ def _price(
                     rows_nonlatent = np.where(sumc > 0, T, 0)
                 rows = rows_nonlatent
             some = rows > 0
+            if isinstance(some, np.bool_):
+                some = bool(some)
             for floor2, ipk, itr, mult, to_nic in charges:
-                b = rows * mult
-                tc = np.maximum(_coll_x(floor2, b, itr, ipk), b * ipk)  # price.collective.collective_time_s
+                # price.collective.collective_time_s
+                tc = _collective_s(floor2, ipk, itr, rows * mult)
                 if to_nic:
-                    nic = np.where(some, nic + tc, nic)
+                    nic = _pick(some, (0.0 if nic is None else nic) + tc, 0.0 if nic is None else nic)
                 else:
-                    nv = np.where(some, nv + tc, nv)
-        # price.overlap.layer_stage_s, over the floors before the one-launch merge
-        top = np.maximum(
-            np.maximum(np.maximum(sm if top_sm is None else top_sm, (hbm if top_hbm is None else top_hbm) + hid), nv),
-            nic,
-        )
-        overlap = overlap + count * (top + rsm + rhbm)
-        p_sm = p_sm + count * (sm + rsm)
-        p_hbm = p_hbm + count * (hbm + rhbm)
-        p_nv = p_nv + count * nv
-        p_nic = p_nic + count * nic
+                    nv = _pick(some, (0.0 if nv is None else nv) + tc, 0.0 if nv is None else nv)
+        # price.overlap.layer_stage_s, over the floors before the one-launch merge (as fast.py)
+        h = hbm if hid is None else hbm + hid
+        if merged_floor is not None:
+            h = np.where(merged_floor[0], h + merged_floor[1], h)
+        top = _mx(sm if top_sm is None else top_sm, h)
+        if nv is not None:
+            top = _mx(top, nv)
+        if nic is not None:
+            top = _mx(top, nic)
+        x_sm = sm
+        x_hbm = hbm
+        if rsm is not None:
+            top = top + rsm + rhbm
+            x_sm = sm + rsm
+            x_hbm = hbm + rhbm
+        if count != 1:  # 1·x is x
+            top = count * top
+            x_sm = count * x_sm
+            x_hbm = count * x_hbm
+            if nv is not None:
+                nv = count * nv
+            if nic is not None:
+                nic = count * nic
+        overlap = top if overlap is None else overlap + top
+        p_sm = x_sm if p_sm is None else p_sm + x_sm
+        p_hbm = x_hbm if p_hbm is None else p_hbm + x_hbm
+        if nv is not None:
+            p_nv = nv if p_nv is None else p_nv + nv
+        if nic is not None:
+            p_nic = nic if p_nic is None else p_nic + nic
 
     head_sm = fp.head_g * Yd
-    p_sm = p_sm + head_sm
-    p_hbm = p_hbm + fp.head_h
-    overlap = overlap + np.maximum(head_sm, fp.head_h)
+    p_sm = head_sm if p_sm is None else p_sm + head_sm
+    p_hbm = fp.head_h if p_hbm is None else p_hbm + fp.head_h
+    head = _mx(head_sm, fp.head_h)
+    overlap = head if overlap is None else overlap + head
 
-    out = []
-    for x in (p_sm, p_hbm, p_nv, p_nic):
-        x = np.broadcast_to(np.asarray(x, dtype=float), (nsteps,))
-        out.append(np.where(empty, 0.0, x) if any_empty else x)
+    for i, x in enumerate((p_sm, p_hbm, p_nv, p_nic, host, overlap)):
+        out[i] = 0.0 if x is None else x
     if any_empty:
-        host = np.where(empty, np.where(nreq == 0, fp.empty_host[0], fp.empty_host[1]), host)
-        overlap = np.where(empty, 0.0, overlap)
-    return (out[0], out[1], out[2], out[3], host, overlap), slow
+        out[:4, empty] = 0.0
+        out[5, empty] = 0.0
+        eh = _pick(nreq == 0, fp.empty_host[0], fp.empty_host[1])
+        out[4, empty] = eh[empty] if isinstance(eh, np.ndarray) else eh
+    return out, slow
 
 
 def _causal_flops(s: np.ndarray, c: np.ndarray) -> np.ndarray:
