@@ -119,10 +119,12 @@ def step_times(
         if not checked and int(c.view(np.uint64).max()) > MAX_TOKENS:
             refuse()
         done = _any_layout(plan, st, s, c, n, th, budget, smin, smax, checked, refuse)
-    out, best, slow, seg_start, seg_step = done
+    out, best, runs, slow, seg_start, seg_step = done
     overlap, no_overlap = out[0], out[1]
-    per = dict(zip(RESOURCES, out[2:]))
-    bottleneck = _RES[best]
+    per = dict(zip(RESOURCES, out[2:7]))
+    bottleneck = np.empty(len(best), dtype=object)
+    for lo, hi, i in runs:
+        bottleneck[lo:hi] = RESOURCES[i] if i >= 0 else _RES[best[lo:hi]]
 
     if slow is not None and slow.any():
         # Steps the fast path leaves to the reference: priced one by one by step_time.
@@ -143,79 +145,98 @@ def step_times(
 
 
 _BLOCK_STEPS = 8192  # steps per block of the price (its temporaries stay small)
-_BLOCK_ROWS = 1 << 18  # rows per block of the price, at most (unless one step has more)
+_BLOCK_ROWS = 1 << 20  # rows per block of the price, at most (unless one step has more)
 
-_Done = tuple[np.ndarray, np.ndarray, Any, np.ndarray, np.ndarray]
+_Done = tuple[np.ndarray, np.ndarray, list[tuple[int, int, int]], Any, np.ndarray, np.ndarray]
 
 
 class _Results:
-    """The results being filled block by block: seconds (overlap, no_overlap, sm, hbm,
-    nvlink, nic, host) in one allocation, the bottleneck's index in RESOURCES, the steps
-    left to the fallback, and the buffers every block reuses."""
+    """The results being filled block by block: in one allocation the seconds overlap,
+    no_overlap, sm, hbm, nvlink, nic, host, and a scratch row (the raw overlap); the
+    bottleneck's index in RESOURCES; the steps left to the fallback."""
 
-    def __init__(self, nsteps: int, block: int) -> None:
-        self.out = np.zeros((7, nsteps))
+    def __init__(self, nsteps: int) -> None:
+        self.out = np.zeros((8, nsteps))
         self.best = np.zeros(nsteps, dtype=np.intp)
+        self.runs: list[tuple[int, int, int]] = []  # (lo, hi, the bottleneck of all, or -1: see best)
         self.slow: Any = None
-        self.R = np.empty((6, block))
-        self.N = np.empty((6, block), dtype=np.int64)
 
-    def add(self, lo: int, hi: int, R: np.ndarray, sl: Any) -> None:
-        """Steps lo .. hi - 1, priced (seconds ``R``, its steps to leave ``sl`` or None)."""
+    def rows(self, lo: int, hi: int) -> np.ndarray:
+        """Where ``_price`` writes steps lo .. hi - 1: (sm, hbm, nvlink, nic, host, overlap)."""
+        return self.out[2:, lo:hi]
+
+    def add(self, lo: int, hi: int, sl: Any) -> None:
+        """Steps lo .. hi - 1, priced into ``rows`` (``sl``: its steps to leave, or None)."""
+        B = self.out[:, lo:hi]
+        R = B[2:]
         # Whole nanoseconds as int64 are exact only below 2**53 ns (104 days): a step above
         # that (or not finite) is priced by the fallback, whose Python integers do not overflow.
-        if not float(R.max()) * 1e9 < _EXACT_NS:
+        top = float(R.max())
+        if not top * 1e9 < _EXACT_NS:
             huge = ~(R * 1e9 < _EXACT_NS).all(axis=0)
             sl = huge if sl is None else (sl | huge)
             R[:, huge] = 0.0
+            top = float(R.max())
         if sl is not None:
             if self.slow is None:
                 self.slow = np.zeros(len(self.best), dtype=bool)
             self.slow[lo:hi] = sl
-        _finish(R, self.N[:, : hi - lo], self.out[:, lo:hi], self.best[lo:hi])
+        self.runs.append((lo, hi, _finish(B, top * 1e9 < _FLOAT_NS, self.best[lo:hi])))
 
 
-def _finish(R: np.ndarray, N: np.ndarray, out: np.ndarray, best: np.ndarray) -> None:
-    """``Kernel._estimate`` over a block: seconds ``R`` (sm, hbm, nvlink, nic, host,
-    overlap) to whole nanoseconds ``N`` (truncated, as int()), their sum, the overlap plus
-    host (at most the sum), back to seconds in ``out`` (overlap, no_overlap, sm .. host),
-    and the first of the largest resources in ``best``."""
+def _finish(B: np.ndarray, small: bool, best: np.ndarray) -> int:
+    """``Kernel._estimate`` over a block: the seconds in rows 2.. of ``B`` (sm, hbm,
+    nvlink, nic, host, overlap) to whole nanoseconds (truncated, as int()), their sum, the
+    overlap plus host (at most the sum), all back to seconds in rows 0..6 (overlap,
+    no_overlap, sm .. host), and the first of the largest resources in ``best``. Returns
+    that resource's index when it is the same for every step (else -1). ``small``: every
+    value is below 2**50 ns."""
+    R = B[2:]
     np.multiply(R, 1e9, out=R)
-    if float(R.max()) < _FLOAT_NS:
+    ns: np.ndarray
+    if small:
         # Whole nanoseconds held as floats: below 2**50 each, six of them sum below 2**53,
         # so every value and sum is the exact integer (as int() and Python's sums give).
         np.trunc(R, out=R)
-        ns: np.ndarray = R[:5]
-        no = ns.sum(axis=0, out=out[1])
-        o = np.add(R[5], R[4], out=out[0])
+        ns = B[2:7]
+        no = ns.sum(axis=0, out=B[1])
+        o = np.add(B[7], B[6], out=B[0])
         np.minimum(o, no, out=o)
-        out[:2] *= _NS
-        np.multiply(ns, _NS, out=out[2:])
     else:
-        N[...] = R  # truncated toward zero
+        N = R.astype(np.int64)  # truncated toward zero
         ns = N[:5]
         no = ns.sum(axis=0)
-        o = N[5]
-        o += N[4]
+        o = N[5] + N[4]
         np.minimum(o, no, out=o)
-        out[0] = o  # exact: whole nanoseconds below 2**53
-        out[1] = no
-        out[2:] = ns
-        out *= _NS
+        B[0] = o  # exact: whole nanoseconds below 2**53
+        B[1] = no
+        B[2:7] = ns
+    i = _first_largest(ns, best)
+    B[:7] *= _NS
+    return i
+
+
+def _first_largest(ns: np.ndarray, best: np.ndarray) -> int:
+    """Into ``best``, the row of ``ns`` with each column's largest value, the first of
+    equal ones (as step_time); returns it when it is the same for every column, else -1."""
+    if len(best) <= 64:  # a few steps: one call
+        best[:] = ns.argmax(axis=0)
+        return -1
     top = ns.max(axis=0)
-    got: Any = None  # the index found so far, -1 where none yet
-    for i in range(5):
+    got: Any = None  # the row found so far, -1 where none yet
+    for i in range(len(ns)):
         m = ns[i] == top
         if got is None:
             if m.all():
                 best[:] = i
-                return
+                return i
             if m.any():
                 got = np.where(m, i, -1)
         else:
             m &= got < 0
             got[m] = i
     best[:] = got
+    return -1
 
 
 def _equal_width(
@@ -240,7 +261,7 @@ def _equal_width(
     nsteps = n // w
     B = max(1, min(_BLOCK_STEPS, _BLOCK_ROWS // w))  # steps per block
     sub = max(1, _CHUNK_ROWS // w)  # steps per pass
-    res = _Results(nsteps, min(B, nsteps))
+    res = _Results(nsteps)
     dbuf = np.empty(min(sub, nsteps) * w, dtype=np.int64)
     starts = np.arange(0, min(B, nsteps) * w, w)
     sumc = np.empty(min(B, nsteps), dtype=np.int64)
@@ -262,7 +283,7 @@ def _equal_width(
             cc = c[a:b]
             if not checked and int(cc.view(np.uint64).max()) > MAX_TOKENS:
                 refuse()
-            np.add.reduceat(cc, starts[: j1 - j0], out=sumc[j0 - k0 : j1 - k0])
+            np.einsum("ij->i", cc.reshape(j1 - j0, w), out=sumc[j0 - k0 : j1 - k0])  # exact: integers
         r0, r1 = k0 * w, k1 * w
         T: Any = T0
         if T is None:
@@ -270,7 +291,7 @@ def _equal_width(
             t0 = int(T[0])
             if t0 > 0 and int(T.min()) == t0 == int(T.max()):
                 T = t0
-        R, sl = _price(
+        _, sl = _price(
             plan,
             st[r0:r1],
             k0,
@@ -286,11 +307,11 @@ def _equal_width(
             nb,
             smin,
             smax,
-            res.R[:, :nb],
+            res.rows(k0, k1),
         )
-        res.add(k0, k1, R, sl)
+        res.add(k0, k1, sl)
     seg_start = np.arange(0, n, w) if res.slow is not None else starts[:0]
-    return res.out, res.best, res.slow, seg_start, np.arange(len(seg_start))
+    return res.out, res.best, res.runs, res.slow, seg_start, np.arange(len(seg_start))
 
 
 def _same(v: np.ndarray) -> np.ndarray:
@@ -331,21 +352,16 @@ def _any_layout(
             "number, gaps included: number the steps densely"
         )
     blocks = _blocks(seg_start, n)
-    res = _Results(
-        nsteps,
-        max((int(seg_step[k1]) if k1 < nseg else nsteps) - (0 if k0 == 0 else int(seg_step[k0])) for k0, k1 in blocks)
-        if plan is not None
-        else 0,
-    )
+    res = _Results(nsteps)
     if plan is None:
         res.slow = np.ones(nsteps, dtype=bool)
-        return res.out, res.best, res.slow, seg_start, seg_step
+        return res.out, res.best, [(0, nsteps, 0)], res.slow, seg_start, seg_step
     for k0, k1 in blocks:
         lo = 0 if k0 == 0 else int(seg_step[k0])
         hi = int(seg_step[k1]) if k1 < nseg else nsteps
         r0 = int(seg_start[k0])
         r1 = int(seg_start[k1]) if k1 < nseg else n
-        R, sl = _block(
+        _, sl = _block(
             plan,
             st[r0:r1],
             s[r0:r1],
@@ -358,10 +374,10 @@ def _any_layout(
             budget,
             smin,
             smax,
-            res.R[:, : hi - lo],
+            res.rows(lo, hi),
         )
-        res.add(lo, hi, R, sl)
-    return res.out, res.best, res.slow, seg_start, seg_step
+        res.add(lo, hi, sl)
+    return res.out, res.best, res.runs, res.slow, seg_start, seg_step
 
 
 def _segments(st: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -474,6 +490,23 @@ def _mx(a: Any, b: Any) -> Any:
     return np.maximum(a, b)
 
 
+def _largest(*xs: Any) -> Any:
+    """The largest of floats and arrays (None: left out). Taking a maximum rounds nothing,
+    so the floats are folded first, in Python, and the arrays after."""
+    top: Any = None
+    arrays = []
+    for x in xs:
+        if x is None:
+            continue
+        if isinstance(x, np.ndarray):
+            arrays.append(x)
+        elif top is None or x > top:
+            top = x
+    for x in arrays:
+        top = x if top is None else np.maximum(top, x)
+    return top
+
+
 def _pick(cond: Any, a: Any, b: Any) -> Any:
     """``a if cond else b`` for a bool, np.where for an array of them."""
     if type(cond) is bool:
@@ -583,8 +616,12 @@ def _price(
             zidx = np.flatnonzero((s == 0) & (c == 0))
             if len(zidx):
                 n_dec = n_dec - np.bincount(rel(st[zidx]), minlength=nsteps)
-    has_dec = n_dec > 0
-    all_dec = bool((has_dec | empty).all())
+    has_dec: Any = None  # n_dec > 0, when needed
+    if any_empty or fp.needs_ndecode:
+        has_dec = n_dec > 0
+        all_dec = bool((has_dec | empty).all())
+    else:
+        all_dec = int(n_dec.min()) > 0
 
     # Host: the graph mode by batch shape, eager above the capture ceiling.
     eager: Any = T > fp.capture
@@ -623,6 +660,7 @@ def _price(
     hbm: Any
     rsm: Any
     rhbm: Any
+    terms: dict[tuple[float, float, Any, int], Any] = {}  # decode reads of equal coefficients, once
     for count, G, R, Wh, Eh, rf, rinv, expert, attn, nv_idx, nic_idx, dcp, Fp, ovr in fp.kinds:
         top_sm: Any = None
         g = G * Yd
@@ -650,14 +688,18 @@ def _price(
         merged_floor = None
         if attn is not None:
             floor, coef, fb, spec, qhd, qhd_ps, window, launch, pf, secs = attn
-            if spec >= 0:
-                tok = toks[spec]
-            else:
-                if dec_kvf is None:
-                    dec_kvf = dec_kv.astype(np.float64)
-                tok = dec_kvf
-            # price.attention.decode_attention_s (or the raw KV bytes without a rate)
-            new = hbm + (floor + tok * coef) if fb is None else hbm + tok * fb
+            key = (floor, coef, fb, spec)
+            term = terms.get(key)
+            if term is None:
+                if spec >= 0:
+                    tok = toks[spec]
+                else:
+                    if dec_kvf is None:
+                        dec_kvf = dec_kv.astype(np.float64)
+                    tok = dec_kvf
+                # price.attention.decode_attention_s (or the raw KV bytes without a rate)
+                term = terms[key] = floor + tok * coef if fb is None else tok * fb
+            new = hbm + term
             for f2, c2, w2, r2, dcp2, interleave in secs:
                 t2: Any = dec_kv  # price.attention.secondary_read_tokens
                 if w2 > 0:
@@ -667,6 +709,8 @@ def _price(
                 if dcp2 > 1:
                     t2 = _dcp_rank_tokens((t2 + 0.5).astype(np.int64), dcp2, interleave)
                 new = new + (f2 + t2 * c2)
+            if not all_dec and has_dec is None:
+                has_dec = n_dec > 0
             hbm = new if all_dec else np.where(has_dec, new, hbm)
             if has_pre is not None:
                 lc = wins[window] if window > 0 else causal
@@ -676,6 +720,8 @@ def _price(
                     new = sm + lc * qhd * d
                 sm = np.where(has_pre, new, sm)
                 if launch:  # one varlen launch: the smaller floor dropped from the totals
+                    if has_dec is None:
+                        has_dec = n_dec > 0
                     both = has_pre & has_dec
                     if launch == 1:
                         hbm = np.where(both, hbm - floor, hbm)
@@ -711,11 +757,7 @@ def _price(
         h = hbm if hid is None else hbm + hid
         if merged_floor is not None:
             h = np.where(merged_floor[0], h + merged_floor[1], h)
-        top = _mx(sm if top_sm is None else top_sm, h)
-        if nv is not None:
-            top = _mx(top, nv)
-        if nic is not None:
-            top = _mx(top, nic)
+        top = _largest(sm if top_sm is None else top_sm, h, nv, nic)
         x_sm = sm
         x_hbm = hbm
         if rsm is not None:
@@ -739,12 +781,15 @@ def _price(
             p_nic = nic if p_nic is None else p_nic + nic
 
     head_sm = fp.head_g * Yd
-    p_sm = head_sm if p_sm is None else p_sm + head_sm
-    p_hbm = fp.head_h if p_hbm is None else p_hbm + fp.head_h
     head = _mx(head_sm, fp.head_h)
-    overlap = head if overlap is None else overlap + head
-
-    for i, x in enumerate((p_sm, p_hbm, p_nv, p_nic, host, overlap)):
+    for i, x, y in ((0, p_sm, head_sm), (1, p_hbm, fp.head_h), (5, overlap, head)):
+        if x is None:
+            out[i] = y
+        elif isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+            np.add(x, y, out=out[i])
+        else:
+            out[i] = x + y
+    for i, x in ((2, p_nv), (3, p_nic), (4, host)):
         out[i] = 0.0 if x is None else x
     if any_empty:
         out[:4, empty] = 0.0
