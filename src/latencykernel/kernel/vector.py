@@ -166,54 +166,46 @@ class _Results:
         return self.out[2:, lo:hi]
 
     def add(self, lo: int, hi: int, sl: Any) -> None:
-        """Steps lo .. hi - 1, priced into ``rows`` (``sl``: its steps to leave, or None)."""
+        """Steps lo .. hi - 1, priced into ``rows`` (``sl``: its steps to leave, or None):
+        ``Kernel._estimate`` over the block. The seconds (sm, hbm, nvlink, nic, host,
+        overlap) to whole nanoseconds (truncated, as int()), their sum, the overlap plus host
+        (at most the sum), all back to seconds (overlap, no_overlap, sm .. host), and the
+        first of the largest resources."""
         B = self.out[:, lo:hi]
         R = B[2:]
-        # Whole nanoseconds as int64 are exact only below 2**53 ns (104 days): a step above
-        # that (or not finite) is priced by the fallback, whose Python integers do not overflow.
-        top = float(R.max())
-        if not top * 1e9 < _EXACT_NS:
-            huge = ~(R * 1e9 < _EXACT_NS).all(axis=0)
-            sl = huge if sl is None else (sl | huge)
-            R[:, huge] = 0.0
-            top = float(R.max())
+        np.multiply(R, 1e9, out=R)
+        np.trunc(R, out=R)
+        ns = B[2:7]
+        no = ns.sum(axis=0, out=B[1])
+        # The times are not negative (a rounding below zero truncates to -0.0), so the sum
+        # bounds each: below 2**50 every value and sum is an exact integer held as a float,
+        # as int() and Python's integer sums give.
+        if max(float(no.max()), float(B[7].max())) < _FLOAT_NS:
+            o = np.add(B[7], B[6], out=B[0])
+            np.minimum(o, no, out=o)
+            i = _first_largest(ns, self.best[lo:hi])
+        else:
+            # Whole nanoseconds as int64 are exact only below 2**53 ns (104 days): a step
+            # above that (or not finite) is priced by the fallback, whose Python integers do
+            # not overflow; the others in int64.
+            huge = ~(R < _EXACT_NS).all(axis=0)
+            if huge.any():
+                sl = huge if sl is None else (sl | huge)
+                R[:, huge] = 0.0
+            N = R.astype(np.int64)
+            nsi = N[:5]
+            noi = nsi.sum(axis=0)
+            oi = N[5] + N[4]
+            np.minimum(oi, noi, out=oi)
+            B[0] = oi
+            B[1] = noi
+            i = _first_largest(nsi, self.best[lo:hi])
+        B[:7] *= _NS
         if sl is not None:
             if self.slow is None:
                 self.slow = np.zeros(len(self.best), dtype=bool)
             self.slow[lo:hi] = sl
-        self.runs.append((lo, hi, _finish(B, top * 1e9 < _FLOAT_NS, self.best[lo:hi])))
-
-
-def _finish(B: np.ndarray, small: bool, best: np.ndarray) -> int:
-    """``Kernel._estimate`` over a block: the seconds in rows 2.. of ``B`` (sm, hbm,
-    nvlink, nic, host, overlap) to whole nanoseconds (truncated, as int()), their sum, the
-    overlap plus host (at most the sum), all back to seconds in rows 0..6 (overlap,
-    no_overlap, sm .. host), and the first of the largest resources in ``best``. Returns
-    that resource's index when it is the same for every step (else -1). ``small``: every
-    value is below 2**50 ns."""
-    R = B[2:]
-    np.multiply(R, 1e9, out=R)
-    ns: np.ndarray
-    if small:
-        # Whole nanoseconds held as floats: below 2**50 each, six of them sum below 2**53,
-        # so every value and sum is the exact integer (as int() and Python's sums give).
-        np.trunc(R, out=R)
-        ns = B[2:7]
-        no = ns.sum(axis=0, out=B[1])
-        o = np.add(B[7], B[6], out=B[0])
-        np.minimum(o, no, out=o)
-    else:
-        N = R.astype(np.int64)  # truncated toward zero
-        ns = N[:5]
-        no = ns.sum(axis=0)
-        o = N[5] + N[4]
-        np.minimum(o, no, out=o)
-        B[0] = o  # exact: whole nanoseconds below 2**53
-        B[1] = no
-        B[2:7] = ns
-    i = _first_largest(ns, best)
-    B[:7] *= _NS
-    return i
+        self.runs.append((lo, hi, i))
 
 
 def _first_largest(ns: np.ndarray, best: np.ndarray) -> int:
