@@ -213,7 +213,7 @@ def _first_largest(ns: np.ndarray, best: np.ndarray) -> int:
     """Into ``best``, the row of ``ns`` with each column's largest value, the first of
     equal ones (as step_time); returns it when it is the same for every column, else -1."""
     if len(best) <= 64:  # a few steps: one call
-        best[:] = ns.argmax(axis=0)
+        np.argmax(ns, axis=0, out=best)
         return -1
     top = ns.max(axis=0)
     got: Any = None  # the row found so far, -1 where none yet
@@ -306,8 +306,9 @@ def _equal_width(
             res.rows(k0, k1),
         )
         res.add(k0, k1, sl)
-    seg_start = np.arange(0, n, w) if res.slow is not None else starts[:0]
-    return res.out, res.best, res.runs, res.slow, seg_start, np.arange(len(seg_start))
+    if res.slow is None:  # no step for the fallback: its row offsets are not needed
+        return res.out, res.best, res.runs, None, starts[:0], starts[:0]
+    return res.out, res.best, res.runs, res.slow, np.arange(0, n, w), np.arange(nsteps)
 
 
 def _same(v: np.ndarray) -> np.ndarray:
