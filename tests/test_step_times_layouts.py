@@ -24,7 +24,7 @@ from _deployments import DEPLOYMENTS, kernel
 from latencykernel import Batch
 from latencykernel.batch import MAX_TOKENS
 from latencykernel.errors import LatencyKernelError
-from latencykernel.kernel import arrays, vector
+from latencykernel.kernel import arrays, vector_layout
 
 I64 = np.int64
 
@@ -33,12 +33,17 @@ I64 = np.int64
 def small_blocks(steps: int, rows: int, chunk: int) -> Iterator[None]:
     """Blocks of a few steps and passes of a few rows, so that small calls cross block
     and chunk edges (the sizes only change how the work is cut, never a result)."""
-    saved = (vector._BLOCK_STEPS, vector._BLOCK_ROWS, vector._CHUNK_ROWS, arrays.CHUNK_ROWS)
-    vector._BLOCK_STEPS, vector._BLOCK_ROWS, vector._CHUNK_ROWS, arrays.CHUNK_ROWS = steps, rows, chunk, chunk
+    saved = (vector_layout._BLOCK_STEPS, vector_layout._BLOCK_ROWS, vector_layout._CHUNK_ROWS, arrays.CHUNK_ROWS)
+    vector_layout._BLOCK_STEPS, vector_layout._BLOCK_ROWS, vector_layout._CHUNK_ROWS, arrays.CHUNK_ROWS = (
+        steps,
+        rows,
+        chunk,
+        chunk,
+    )
     try:
         yield
     finally:
-        vector._BLOCK_STEPS, vector._BLOCK_ROWS, vector._CHUNK_ROWS, arrays.CHUNK_ROWS = saved
+        vector_layout._BLOCK_STEPS, vector_layout._BLOCK_ROWS, vector_layout._CHUNK_ROWS, arrays.CHUNK_ROWS = saved
 
 
 def each_step_is_step_time(k: lk.Kernel, step: np.ndarray, s: np.ndarray, c: np.ndarray, th: int) -> None:

@@ -222,7 +222,7 @@ class Kernel:
         [0, ``MAX_TOKENS``]; ``decode_threshold`` and ``sm_budget`` whole and not negative)
         before the vectorised price runs."""
         from latencykernel.kernel.arrays import token_columns  # numpy loads here, not on import
-        from latencykernel.kernel.vector import step_times
+        from latencykernel.kernel.vector_layout import step_times
 
         th = whole_count("decode_threshold", decode_threshold)
         budget = whole_count("sm_budget", sm_budget, MAX_SM_BUDGET)
