@@ -148,7 +148,7 @@ def price_steps(
     out: np.ndarray,
 ) -> tuple[np.ndarray, Any]:
     """``FastPlan.price`` over arrays of steps: ``out``, a (6, nsteps) array, filled with
-    (sm, hbm, nvlink, nic, host, overlap) seconds, and the steps to price one by one (or None).
+    (overlap, sm, hbm, nvlink, nic, host) seconds, and the steps to price one by one (or None).
 
     ``T`` and ``nreq`` are Python ints when every step has the same (then everything that
     depends on them only is priced once, in Python floats, as fast.py does), else arrays.
@@ -385,20 +385,19 @@ def price_steps(
 
     head_sm = fp.head_g * Yd
     head = _mx(head_sm, fp.head_h)
-    for i, x, y in ((0, p_sm, head_sm), (1, p_hbm, fp.head_h), (5, overlap, head)):
+    for i, x, y in ((1, p_sm, head_sm), (2, p_hbm, fp.head_h), (0, overlap, head)):
         if x is None:
             out[i] = y
         elif isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
             np.add(x, y, out=out[i])
         else:
             out[i] = x + y
-    for i, x in ((2, p_nv), (3, p_nic), (4, host)):
+    for i, x in ((3, p_nv), (4, p_nic), (5, host)):
         out[i] = 0.0 if x is None else x
     if any_empty:
-        out[:4, empty] = 0.0
-        out[5, empty] = 0.0
+        out[:5, empty] = 0.0
         eh = _pick(nreq == 0, fp.empty_host[0], fp.empty_host[1])
-        out[4, empty] = eh[empty] if isinstance(eh, np.ndarray) else eh
+        out[5, empty] = eh[empty] if isinstance(eh, np.ndarray) else eh
     return out, slow
 
 

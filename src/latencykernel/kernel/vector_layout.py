@@ -92,7 +92,7 @@ def step_times(
         done = _any_layout(plan, st, s, c, n, th, budget, smin, smax, checked, refuse)
     out, best, runs, slow, seg_start, seg_step = done
     overlap, no_overlap = out[0], out[1]
-    per = dict(zip(RESOURCES, out[2:7]))
+    per = dict(zip(RESOURCES, out[3:8]))
     bottleneck = np.empty(len(best), dtype=object)
     for lo, hi, i in runs:
         bottleneck[lo:hi] = RESOURCES[i] if i >= 0 else _RES[best[lo:hi]]
@@ -123,7 +123,7 @@ _Done = tuple[np.ndarray, np.ndarray, list[tuple[int, int, int]], Any, np.ndarra
 
 class _Results:
     """The results being filled block by block: in one allocation the seconds overlap,
-    no_overlap, sm, hbm, nvlink, nic, host, and a scratch row (the raw overlap); the
+    no_overlap, a scratch row (the raw overlap), then sm, hbm, nvlink, nic, host; the
     bottleneck's index in RESOURCES; the steps left to the fallback."""
 
     def __init__(self, nsteps: int, priced: bool = True) -> None:
@@ -134,26 +134,25 @@ class _Results:
         self.slow: Any = None
 
     def rows(self, lo: int, hi: int) -> np.ndarray:
-        """Where ``price_steps`` writes steps lo .. hi - 1: (sm, hbm, nvlink, nic, host, overlap)."""
+        """Where ``price_steps`` writes steps lo .. hi - 1: (overlap, sm, hbm, nvlink, nic, host)."""
         return self.out[2:, lo:hi]
 
     def add(self, lo: int, hi: int, sl: Any) -> None:
         """Steps lo .. hi - 1, priced into ``rows`` (``sl``: its steps to leave, or None):
-        ``Kernel._estimate`` over the block. The seconds (sm, hbm, nvlink, nic, host,
-        overlap) to whole nanoseconds (truncated, as int()), their sum, the overlap plus host
-        (at most the sum), all back to seconds (overlap, no_overlap, sm .. host), and the
-        first of the largest resources."""
+        ``Kernel._estimate`` over the block. The seconds to whole nanoseconds (truncated,
+        as int()), the resources' sum, the overlap plus host (at most the sum), all back to
+        seconds (overlap, no_overlap, sm .. host), and the first of the largest resources."""
         B = self.out[:, lo:hi]
         R = B[2:]
         np.multiply(R, 1e9, out=R)
         np.trunc(R, out=R)
-        ns = B[2:7]
+        ns = B[3:8]
         no = ns.sum(axis=0, out=B[1])
         # The times are not negative (a rounding below zero truncates to -0.0), so the sum
         # bounds each: below 2**50 every value and sum is an exact integer held as a float,
-        # as int() and Python's integer sums give.
-        if max(float(no.max()), float(B[7].max())) < _FLOAT_NS:
-            o = np.add(B[7], B[6], out=B[0])
+        # as int() and Python's integer sums give. (Rows 1 and 2: the sum, the raw overlap.)
+        if float(B[1:3].max()) < _FLOAT_NS:
+            o = np.add(B[2], B[7], out=B[0])
             np.minimum(o, no, out=o)
             i = _first_largest(ns, self.best[lo:hi])
         else:
@@ -165,14 +164,14 @@ class _Results:
                 sl = huge if sl is None else (sl | huge)
                 R[:, huge] = 0.0
             N = R.astype(np.int64)
-            nsi = N[:5]
+            nsi = N[1:6]
             noi = nsi.sum(axis=0)
-            oi = N[5] + N[4]
+            oi = N[0] + N[5]
             np.minimum(oi, noi, out=oi)
             B[0] = oi
             B[1] = noi
             i = _first_largest(nsi, self.best[lo:hi])
-        B[:7] *= _NS
+        B *= _NS  # the scratch row too: one call
         if sl is not None:
             if self.slow is None:
                 self.slow = np.zeros(len(self.best), dtype=bool)
