@@ -38,6 +38,9 @@ _NS = 1e-9
 _EXACT_NS = float(2**53)
 _FLOAT_NS = float(2**50)
 _RES = np.array(RESOURCES, dtype=object)
+# The reductions, bound once: a call through them costs about half of ``a.max()`` (numpy's
+# method wrappers), which counts in a short call.
+_MAX, _MIN, _SUM, _ANY = np.maximum.reduce, np.minimum.reduce, np.add.reduce, np.logical_or.reduce
 
 
 def step_times(
@@ -93,9 +96,12 @@ def step_times(
     out, best, runs, slow, seg_start, seg_step = done
     overlap, no_overlap = out[0], out[1]
     per = dict(zip(RESOURCES, out[3:8]))
-    bottleneck = np.empty(len(best), dtype=object)
-    for lo, hi, i in runs:
-        bottleneck[lo:hi] = RESOURCES[i] if i >= 0 else _RES[best[lo:hi]]
+    if len(runs) == 1 and runs[0][2] < 0:
+        bottleneck = _RES[best]
+    else:
+        bottleneck = np.empty(len(best), dtype=object)
+        for lo, hi, i in runs:
+            bottleneck[lo:hi] = RESOURCES[i] if i >= 0 else _RES[best[lo:hi]]
 
     if slow is not None and slow.any():
         # Steps the fast path leaves to the reference: priced one by one by step_time.
@@ -147,11 +153,11 @@ class _Results:
         np.multiply(R, 1e9, out=R)
         np.trunc(R, out=R)
         ns = B[3:8]
-        no = ns.sum(axis=0, out=B[1])
+        no = _SUM(ns, axis=0, out=B[1])
         # The times are not negative (a rounding below zero truncates to -0.0), so the sum
         # bounds each: below 2**50 every value and sum is an exact integer held as a float,
         # as int() and Python's integer sums give. (Rows 1 and 2: the sum, the raw overlap.)
-        if float(B[1:3].max()) < _FLOAT_NS:
+        if float(_MAX(B[1:3], axis=None)) < _FLOAT_NS:
             o = np.add(B[2], B[7], out=B[0])
             np.minimum(o, no, out=o)
             i = _first_largest(ns, self.best[lo:hi])
@@ -229,7 +235,7 @@ def _equal_width(
     starts = np.arange(0, min(B, nsteps) * w, w)
     sumc = np.empty(min(B, nsteps), dtype=np.int64)
     T0: Any = w * smin if smin == smax and smin > 0 else None
-    if st[:w].any():  # the first w rows are step 0 (with the rule above, row i is step i // w)
+    if _ANY(st[:w]):  # the first w rows are step 0 (with the rule above, row i is step i // w)
         return None
     for k0 in range(0, nsteps, B):
         k1 = min(k0 + B, nsteps)
@@ -241,10 +247,10 @@ def _equal_width(
             if e > a:  # each row's step is one more than the step w rows before
                 d = dbuf[: e - a]
                 np.subtract(st[a + w : e + w], st[a:e], out=d)
-                if int(d.min()) != 1 or int(d.max()) != 1:
+                if int(_MIN(d)) != 1 or int(_MAX(d)) != 1:
                     return None
             cc = c[a:b]
-            if not checked and int(cc.view(np.uint64).max()) > MAX_TOKENS:
+            if not checked and int(_MAX(cc.view(np.uint64))) > MAX_TOKENS:
                 refuse()
             if j1 - j0 >= 256:  # einsum sums rows fastest; reduceat costs less to call
                 np.einsum("ij->i", cc.reshape(j1 - j0, w), out=sumc[j0 - k0 : j1 - k0])  # exact: integers
