@@ -41,6 +41,9 @@ __all__ = ["Kernel", "CoefficientOrigin", "Resolution", "Placement", "KERNEL_ASS
 KERNEL_ASSUMPTION_SET = "blis-latency-kernel"
 EVIDENCED = ("measured", "literature", "vendor_spec")
 NS = 1e-9
+# step_times' two functions (kernel.arrays.token_columns, kernel.vector_layout.step_times),
+# imported on its first call: they load numpy, which nothing else here needs.
+_VECTORISED: list[Any] = []
 
 
 def _ns(seconds: float) -> int:
@@ -221,16 +224,16 @@ class Kernel:
         The arrays and settings pass the same checks as a ``Batch`` (whole numbers in
         [0, ``MAX_TOKENS``]; ``decode_threshold`` and ``sm_budget`` whole and not negative)
         before the vectorised price runs."""
-        from latencykernel.kernel.arrays import token_array  # numpy loads here, not on import
-        from latencykernel.kernel.vector import step_times
+        if not _VECTORISED:  # numpy loads here, on the first call, not on import
+            from latencykernel.kernel.arrays import token_columns
+            from latencykernel.kernel.vector_layout import step_times
 
+            _VECTORISED.extend((token_columns, step_times))
+        token_columns, step_times = _VECTORISED
         th = whole_count("decode_threshold", decode_threshold)
         budget = whole_count("sm_budget", sm_budget, MAX_SM_BUDGET)
-        st = token_array("step", step, negative_ok=True)
-        s = token_array("scheduled", scheduled)
-        c = token_array("computed", computed)
-        p = token_array("prompt_len", prompt_len) if prompt_len is not None else None
-        return step_times(self._fast, self.step_time, st, s, c, decode_threshold=th, prompt_len=p, sm_budget=budget)
+        cols = token_columns(step, scheduled, computed, prompt_len)
+        return step_times(self._fast, self.step_time, cols, decode_threshold=th, sm_budget=budget)
 
     def check(self, batch: Batch) -> None:
         """Refuse (``RefusedError`` naming the limit and the value) a batch no engine under

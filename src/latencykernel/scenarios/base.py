@@ -140,7 +140,15 @@ class Scenario:
             "sources": reference.sources,
         }
         if changed:
-            label = ", ".join(f"{n}={_shown(v)}" for n, v in changed.items())
+            shown = []
+            added = []
+            for n, v in changed.items():
+                shown.append(f"{n}={_shown(v)}")
+                if type(v) not in _PLAIN:  # a plain number or string has no source of its own
+                    src = getattr(v, "source", None)
+                    if isinstance(src, str):
+                        added.append(f"{n}: {src}")
+            label = ", ".join(shown)
             text["name"] = f"variant of {base} (changed: {label})"
             text["description"] = (
                 f"{base} with {label}; as stated for {base}'s own inputs: {reference.description}"
@@ -148,9 +156,8 @@ class Scenario:
                 else f"{base} with {label}."
             )
             names_changed = tuple(changed)
-            kept = tuple(s for s in reference.sources if not _names_any(s, names_changed))
-            added = tuple(f"{n}: {v.source}" for n, v in changed.items() if isinstance(getattr(v, "source", None), str))
-            text["sources"] = kept + added
+            kept = [s for s in reference.sources if not _names_any(s, names_changed)]
+            text["sources"] = (*kept, *added)
         for field in ("name", "description", "sources"):
             if field not in changes:
                 state[field] = text[field]
@@ -217,9 +224,14 @@ def _same(a: Any, b: Any) -> bool:
         return False
 
 
+_PLAIN = (int, float, str)
+
+
 def _shown(v: Any, limit: int = 40) -> str:
     """An input value as a variant's title shows it."""
-    if isinstance(getattr(v, "name", None), str) and v.name:
+    if type(v) in _PLAIN:
+        text = repr(v)  # no name, units or items to show
+    elif isinstance(getattr(v, "name", None), str) and v.name:
         text = v.name
     elif hasattr(v, "units") and hasattr(v, "magnitude"):
         text = f"{v:~P}"

@@ -128,24 +128,24 @@ class KvDecodeBatchScenario(Scenario):
                 argument="peak_precision",
                 value=self.peak_precision,
             )
-        for name, value in (
-            ("workload", w),
-            ("hardware", h),
-            ("weight_bytes_per_param", wb),
-            ("kv_bytes_per_value", kb),
-            ("context_tokens", ctx),
-            ("batch_sizes", batches),
-            ("prompt_tokens", prompt),
-            ("prefill_efficiency", eff),
-        ):
-            self._set(name, value)
-        # The float core: SI magnitudes, computed once.
+        # The float core: SI magnitudes, computed once. (One update of the frozen instance's
+        # state, as object.__setattr__ would do field by field.)
         kv_token = kv.bytes_per_token(magnitude_in(kb, "B"))
-        self._set("_W", w.n_parameters * magnitude_in(wb, "B/param"))
-        self._set("_m", kv_token * ctx)
-        self._set("_kv_token", kv_token)
-        self._set("_bw", h.bandwidth_bytes_per_s)
-        self._set("_cap", h.capacity_bytes)
+        self.__dict__.update(
+            workload=w,
+            hardware=h,
+            weight_bytes_per_param=wb,
+            kv_bytes_per_value=kb,
+            context_tokens=ctx,
+            batch_sizes=batches,
+            prompt_tokens=prompt,
+            prefill_efficiency=eff,
+            _W=w.n_parameters * magnitude_in(wb, "B/param"),
+            _m=kv_token * ctx,
+            _kv_token=kv_token,
+            _bw=h.bandwidth_bytes_per_s,
+            _cap=h.capacity_bytes,
+        )
 
     def symbols(self) -> dict[str, Any]:
         s = super().symbols()

@@ -353,6 +353,8 @@ def positive_int(argument: str, value: Any, *, minimum: int = 1) -> int:
 
 def fraction(argument: str, value: Any, *, low_open: bool = True, high: float = 1.0) -> float:
     """A plain number in (0, high] (or [0, high] when ``low_open`` is False)."""
+    if type(value) is float and (value > 0 if low_open else value >= 0) and value <= high:
+        return value  # the common case, without the ABC check below
     if isinstance(value, bool) or not isinstance(value, Real):
         raise ScenarioInputError(f"{argument}={value!r} must be a number", argument=argument, value=value)
     try:
