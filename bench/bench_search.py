@@ -4,6 +4,7 @@ in this process, on every local core, and on a local Ray instance; and the time 
 
     python bench/bench_search.py                      # a 10,000-deployment space, sampled
     python bench/bench_search.py --sample 24 --no-ray # quicker
+    python bench/bench_search.py --full               # the whole space, locally, timed (minutes)
 
 The space (``SPACE`` below) has exactly 10,000 deployments; the benchmark runs an evenly
 spaced sample of it (``--sample`` deployments, the same every run), each at the 8
@@ -11,6 +12,13 @@ concurrencies, with the real serving simulation. Refused deployments cost a buil
 simulation, so the figures are given per deployment of the space (what the extrapolation
 needs) and per built candidate. Build times (``lk.new`` of each variant) are printed apart,
 min/median/max over the sample.
+
+A search simulates each distinct engine once (``Kernel.fingerprint``: deployments that
+resolve alike share their rows), so the whole space costs a build per deployment and a
+simulation per distinct engine. ``--distinct`` (about half a minute) builds every deployment
+of the space, counts its distinct engines, and extrapolates from that count; without it the
+extrapolation takes every deployment as distinct. The reuse is cleared before each executor
+runs, so no figure below reuses another run's simulations.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from latencykernel.search import evaluate  # noqa: E402
 from latencykernel.search.evaluate import EvaluateJob, LoadPoint, kernels_for, prepare  # noqa: E402
 from latencykernel.search.executors import map_chunks  # noqa: E402
 from latencykernel.search.space import deployments, load_space  # noqa: E402
@@ -54,6 +63,8 @@ def main() -> None:
     ap.add_argument("--sample", type=int, default=40, help="deployments of the space to run")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--no-ray", action="store_true")
+    ap.add_argument("--distinct", action="store_true", help="count the space's distinct engines (builds all)")
+    ap.add_argument("--full", action="store_true", help="run the whole space locally, once, and time it (minutes)")
     args = ap.parse_args()
 
     sp = load_space(SPACE)
@@ -79,6 +90,34 @@ def main() -> None:
         builds.append(time.perf_counter() - t)
     print(f"builds: {built} of {len(sample)} open; per build {_stats(builds)}")
 
+    share = 1.0  # simulated deployments per deployment of the space
+    if args.distinct:
+        t = time.perf_counter()
+        keys = set()
+        for d in every:
+            try:
+                keys.add(kernels_for(docs, d)[0].fingerprint())
+            except Exception:  # a refusal: no simulation
+                pass
+        share = len(keys) / len(every)
+        print(
+            f"distinct engines in the space: {len(keys):,} of {len(every):,} deployments "
+            f"(counted in {time.perf_counter() - t:.0f} s)"
+        )
+    build_s = statistics.median(builds)
+    if args.full:
+        evaluate._ROWS.clear()
+        t, c0 = time.perf_counter(), time.process_time()
+        out = map_chunks("local", docs, every, EvaluateJob(loads, 0, None), workers=args.workers)
+        dt = time.perf_counter() - t
+        built = [o for o in out if o[0] == "built"]
+        cands = sum(sum(1 for r in o[3] if r[0] == "ok") for o in built)
+        print(
+            f"whole space, local ({args.workers} processes): {dt / 60:.1f} min wall for {len(every):,} deployments x "
+            f"{len(loads)} loads ({len(every) - len(built):,} refused, {cands:,} candidates simulated or reused)"
+        )
+        return
+
     job = EvaluateJob(loads, 0, None)
     runs = [("serial (1 process)", "serial", 1)]
     runs.append((f"local ({args.workers} processes)", "local", args.workers))
@@ -91,6 +130,7 @@ def main() -> None:
             src = str(Path(__file__).resolve().parents[1] / "src")
             env = {"PYTHONPATH": os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH", "")) if p)}
             ray.init(num_cpus=args.workers, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": env})
+        evaluate._ROWS.clear()  # no reuse of an earlier run's simulations (forked workers inherit it)
         t, c0 = time.perf_counter(), time.process_time()
         out = map_chunks(executor, docs, sample, job, workers=workers)
         dt, cpu = time.perf_counter() - t, time.process_time() - c0
@@ -98,7 +138,9 @@ def main() -> None:
             ray.shutdown()
         cands = sum(sum(1 for r in o[3] if r[0] == "ok") for o in out if o[0] == "built")
         per_dep = len(sample) / dt
-        full = len(every) / per_dep
+        # the whole space: a build for every deployment, the rest for the distinct ones
+        sim_s = max(dt / len(sample) - build_s / (workers or os.cpu_count() or 1), 0.0)
+        full = len(every) * (build_s / (workers or os.cpu_count() or 1) + share * sim_s)
         print(
             f"{name:<24} {dt:7.1f} s  {cands / dt:8.1f} candidates/s  {per_dep * len(loads):8.1f} (deployment x load)/s"
             f"  -> 10,000 x 8 in {full / 60:6.1f} min"
@@ -107,9 +149,10 @@ def main() -> None:
             # CPU time is what the load of other programs inflates least: the whole space on
             # n idle cores would take about len(every) x (CPU s per deployment) / n
             per = cpu / len(sample)
+            whole = len(every) * (build_s + share * max(per - build_s, 0.0)) / args.workers
             print(
                 f"{'':<24} CPU {per:.2f} s per deployment ({per / len(loads) * 1e3:.0f} ms per load point) -> "
-                f"10,000 x 8 on {args.workers} idle cores in about {len(every) * per / args.workers / 60:.1f} min"
+                f"10,000 x 8 on {args.workers} idle cores in about {whole / 60:.1f} min"
             )
 
 
