@@ -120,10 +120,13 @@ def token_columns(step: Any, scheduled: Any, computed: Any, prompt_len: Any = No
             and len(step) == n == len(computed) > 0
         ):
             u = scheduled.view(np.uint64)
-            smax, smin = 0, MAX_TOKENS
-            for a in range(0, n, CHUNK_ROWS):
-                smax = max(smax, int(_MAX(u[a : a + CHUNK_ROWS])))
-                smin = min(smin, int(_MIN(scheduled[a : a + CHUNK_ROWS])))
+            if n <= CHUNK_ROWS:
+                smax, smin = int(_MAX(u)), int(_MIN(scheduled))
+            else:
+                smax, smin = 0, MAX_TOKENS
+                for a in range(0, n, CHUNK_ROWS):
+                    smax = max(smax, int(_MAX(u[a : a + CHUNK_ROWS])))
+                    smin = min(smin, int(_MIN(scheduled[a : a + CHUNK_ROWS])))
             if smax <= MAX_TOKENS:
                 return Columns(step, scheduled, computed, None, smin, smax, False)
     st = token_array("step", step, negative_ok=True)

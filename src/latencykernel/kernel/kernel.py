@@ -43,7 +43,18 @@ EVIDENCED = ("measured", "literature", "vendor_spec")
 NS = 1e-9
 # step_times' two functions (kernel.arrays.token_columns, kernel.vector_layout.step_times),
 # imported on its first call: they load numpy, which nothing else here needs.
-_VECTORISED: list[Any] = []
+_VECTORISED: tuple[Any, Any] | None = None
+
+
+def _vectorised() -> tuple[Any, Any]:
+    """``(token_columns, step_times)``, imported once (threads racing here bind equal tuples)."""
+    global _VECTORISED
+    if _VECTORISED is None:
+        from latencykernel.kernel.arrays import token_columns
+        from latencykernel.kernel.vector_layout import step_times
+
+        _VECTORISED = (token_columns, step_times)
+    return _VECTORISED
 
 
 def _ns(seconds: float) -> int:
@@ -224,12 +235,7 @@ class Kernel:
         The arrays and settings pass the same checks as a ``Batch`` (whole numbers in
         [0, ``MAX_TOKENS``]; ``decode_threshold`` and ``sm_budget`` whole and not negative)
         before the vectorised price runs."""
-        if not _VECTORISED:  # numpy loads here, on the first call, not on import
-            from latencykernel.kernel.arrays import token_columns
-            from latencykernel.kernel.vector_layout import step_times
-
-            _VECTORISED.extend((token_columns, step_times))
-        token_columns, step_times = _VECTORISED
+        token_columns, step_times = _VECTORISED or _vectorised()  # numpy loads on the first call
         th = whole_count("decode_threshold", decode_threshold)
         budget = whole_count("sm_budget", sm_budget, MAX_SM_BUDGET)
         cols = token_columns(step, scheduled, computed, prompt_len)

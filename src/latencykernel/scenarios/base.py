@@ -134,30 +134,30 @@ class Scenario:
             if after[n] is not before[n] and not _same(after[n], before[n])
         }
         base = origin or self.name or type(self).__name__
-        text: dict[str, Any] = {
-            "name": reference.name,
-            "description": reference.description,
-            "sources": reference.sources,
-        }
-        if changed:
-            shown = []
-            added = []
-            for n, v in changed.items():
-                shown.append(f"{n}={_shown(v)}")
-                if type(v) not in _PLAIN:  # a plain number or string has no source of its own
-                    src = getattr(v, "source", None)
-                    if isinstance(src, str):
-                        added.append(f"{n}: {src}")
-            label = ", ".join(shown)
-            text["name"] = f"variant of {base} (changed: {label})"
-            text["description"] = (
+        if not changed:  # the original's text, unless the call states its own
+            for field in ("name", "description", "sources"):
+                if field not in changes:
+                    state[field] = getattr(reference, field)
+            return new
+        shown = []
+        added = []
+        for n, v in changed.items():
+            shown.append(f"{n}={_shown(v)}")
+            if type(v) not in _PLAIN:  # a plain number or string has no source of its own
+                src = getattr(v, "source", None)
+                if isinstance(src, str):
+                    added.append(f"{n}: {src}")
+        label = ", ".join(shown)
+        names_changed = tuple(changed)
+        text = {
+            "name": f"variant of {base} (changed: {label})",
+            "description": (
                 f"{base} with {label}; as stated for {base}'s own inputs: {reference.description}"
                 if reference.description
                 else f"{base} with {label}."
-            )
-            names_changed = tuple(changed)
-            kept = [s for s in reference.sources if not _names_any(s, names_changed)]
-            text["sources"] = (*kept, *added)
+            ),
+            "sources": (*(s for s in reference.sources if not _names_any(s, names_changed)), *added),
+        }
         for field in ("name", "description", "sources"):
             if field not in changes:
                 state[field] = text[field]
