@@ -61,6 +61,24 @@ def whole_process(label: str, stmt: str, rounds: int) -> None:
     _row(label, [run(stmt) - empty for _ in range(rounds)], None)
 
 
+def cli_help(rounds: int) -> None:
+    """``latencykernel --help`` as a user runs it: the installed console script, the whole
+    process, wall clock, start-up included (without the script on PATH: its entry point,
+    ``latencykernel.cli:main``, run by this interpreter)."""
+    import shutil
+
+    script = shutil.which("latencykernel")
+    code = "import sys; sys.argv = ['latencykernel', '--help']; from latencykernel.cli import main; main()"
+    cmd = [script, "--help"] if script else [sys.executable, "-c", code]
+
+    def run() -> float:
+        t = time.perf_counter()
+        subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL)
+        return time.perf_counter() - t
+
+    _row("latencykernel --help (whole process, wall, start-up included)", [run() for _ in range(rounds)], 0.250)
+
+
 def per_call(label: str, fn: Callable[[], object], target_s: float | None, rounds: int) -> None:
     timer = timeit.Timer(fn, timer=getattr(time, CLOCK))
     n, _ = timer.autorange()
@@ -79,6 +97,7 @@ def main() -> None:
 
     fresh("import latencykernel (fresh process)", "", "import latencykernel", None, rounds)
     whole_process("import latencykernel (whole process, minus python -c pass)", "import latencykernel", rounds)
+    cli_help(rounds)
     fresh(
         "from latencykernel import Batch, ReqShape (fresh process)",
         "",
