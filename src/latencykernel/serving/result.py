@@ -61,8 +61,15 @@ class Distribution:
             return cls(0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
         # one entry per distinct value (weights summed), so equal multisets of samples give
         # equal statistics bit for bit, however they were grouped
-        v, inv = np.unique(v, return_inverse=True)
-        w = np.bincount(inv.reshape(-1), weights=w, minlength=len(v)).astype(np.int64)
+        if len(v) > 1:
+            order = np.argsort(v, kind="stable")
+            v, w = v[order], w[order]
+            new = np.empty(len(v), dtype=bool)
+            new[0] = True
+            np.not_equal(v[1:], v[:-1], out=new[1:])
+            if not new.all():
+                starts = np.flatnonzero(new)
+                v, w = v[starts], np.add.reduceat(w, starts)
         mean = float(np.dot(v, w) / n)
         var = float(np.dot(w, (v - mean) ** 2) / n)
         ends = np.cumsum(w)  # the sorted sample at rank k (0-based) is v[searchsorted(ends, k, 'right')]

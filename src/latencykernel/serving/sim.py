@@ -197,7 +197,7 @@ class Simulation:
         self.arrivals: list[tuple[float, int, int]] = []  # (ready time, seq, request)
         self.frees: list[float] = []  # client-side completion times not yet processed
         self._seq = 0
-        self._adm_next: tuple[int, float] = (-1, 0.0)
+        self._adm: dict[int, float] = {}  # admission overhead by prompt length
         self.next_to_send = 0
         self.last_token_t = 0.0
         self.backlog_at: list[tuple[float, int]] = []
@@ -208,18 +208,22 @@ class Simulation:
         self.in_flight += 1
         if self.in_flight > self.max_in_flight_seen:
             self.max_in_flight_seen = self.in_flight
-        a = self.admission_s(self.prompt[r])
-        if not 0.0 <= a < INF:
-            raise bad_time(f"admission_overhead({self.prompt[r]})", a)
-        self._push(t + a, r)
+        self._push(t + self._admission(self.prompt[r]), r)
+
+    def _admission(self, prompt: int) -> float:
+        """The step model's admission overhead for a prompt length, asked once per length
+        (the StepModel contract: deterministic)."""
+        a = self._adm.get(prompt)
+        if a is None:
+            a = self.admission_s(prompt)
+            if not 0.0 <= a < INF:
+                raise bad_time(f"admission_overhead({prompt})", a)
+            self._adm[prompt] = a
+        return a
 
     def _next_admission_s(self) -> float:
         """The admission overhead of the next request the client will send (cached)."""
-        r = self.next_to_send
-        if self._adm_next[0] != r:
-            a = self.admission_s(self.prompt[r])
-            self._adm_next = (r, a if 0.0 <= a < INF else 0.0)  # a bad value is refused when sent
-        return self._adm_next[1]
+        return self._admission(self.prompt[self.next_to_send])
 
     def _push(self, ready: float, r: int) -> None:
         heapq.heappush(self.arrivals, (ready, self._seq, r))
@@ -365,9 +369,12 @@ class Simulation:
         eng.t = t_end
 
     def _decide(self, eng: Engine) -> tuple[list[Plan], bool]:
-        plans = []
+        plans: list[Plan] = []
         pre = False
         for rk in eng.ranks:
+            if not rk.running and not rk.waiting:
+                plans.append([])  # an idle rank: nothing to schedule
+                continue
             p, q = schedule(self, rk)
             plans.append(p)
             pre = pre or q
