@@ -53,24 +53,22 @@ FAST_OUTPUTS = 32  # plans from this size have their outputs taken with numpy
 Plan = list[tuple[int, int, int, int, bool]]
 
 
-def _ints(values: np.ndarray | None, n: int = 0) -> array[int]:
-    """An int64 column: ``values`` (any integer array), or ``n`` zeros."""
-    a: array[int] = array("q")
+def _column(typecode: str, values: np.ndarray | None, n: int) -> array[Any]:
+    """A column of ``array`` type ``typecode`` ("q" int64, "d" float64): ``values``, or ``n`` zeros."""
+    a: array[Any] = array(typecode)
     if values is None:
         a.frombytes(bytes(8 * n))
     else:
-        a.frombytes(np.ascontiguousarray(values, dtype=np.int64).tobytes())
+        a.frombytes(np.ascontiguousarray(values, dtype=np.int64 if typecode == "q" else np.float64).tobytes())
     return a
+
+
+def _ints(values: np.ndarray | None, n: int = 0) -> array[int]:
+    return _column("q", values, n)
 
 
 def _floats(values: np.ndarray | None, n: int = 0) -> array[float]:
-    """A float64 column: ``values``, or ``n`` zeros."""
-    a: array[float] = array("d")
-    if values is None:
-        a.frombytes(bytes(8 * n))
-    else:
-        a.frombytes(np.ascontiguousarray(values, dtype=np.float64).tobytes())
-    return a
+    return _column("d", values, n)
 
 
 def _view(a: array[Any]) -> np.ndarray:
