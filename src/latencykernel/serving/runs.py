@@ -15,6 +15,7 @@ loop's exactly (tests/test_serving_sim.py).
 from __future__ import annotations
 
 import math
+from itertools import chain
 from operator import sub
 from typing import TYPE_CHECKING, Any
 
@@ -65,19 +66,18 @@ def waiting_blocked(sim: Simulation, rk: Rank, scheduled: int) -> bool:
     return need + extra_shared > rk.free
 
 
-def uniform(sim: Simulation, eng: Engine, plans: list[Plan]) -> bool:
+def uniform(sim: Simulation, eng: Engine, plans: list[Plan], cols: list[list[tuple[Any, ...]]]) -> bool:
     """Every rank schedules exactly its running requests, each as a decode of 1 + k
     tokens (and the first chunk of a non-empty plan is not a stage change)."""
     anyp = False
     w = 1 + eng.cfg.num_speculative_tokens
-    for rk, plan in zip(eng.ranks, plans):
+    for rk, plan, col in zip(eng.ranks, plans, cols):
         n = len(plan)
         if n != len(rk.running):
             return False
         if not n:
             continue
-        cols = list(zip(*plan))  # the checks below run in C over each column
-        if cols[1].count(w) != n or cols[4].count(True) != n:
+        if col[1].count(w) != n or col[4].count(True) != n:  # in C over each column
             return False
         if sim.disagg and sim.stage[plan[0][0]] == 0:
             return False
@@ -85,7 +85,16 @@ def uniform(sim: Simulation, eng: Engine, plans: list[Plan]) -> bool:
     return anyp
 
 
-def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float, others: float, d0: float) -> bool:
+def run(
+    sim: Simulation,
+    eng: Engine,
+    plans: list[Plan],
+    t0: float,
+    bound: float,
+    others: float,
+    d0: float,
+    cols: list[list[tuple[Any, ...]]],
+) -> bool:
     """Commit a run of decode steps starting with ``plans`` (already decided) at ``t0``.
     Returns False when the run is one step long (the caller takes the ordinary path).
 
@@ -122,9 +131,9 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
         # flight (the ordinary path stamps it), and a last token in step 0 when the run
         # cannot go past it
         oute, outs, target = sim.oute, sim.outs, sim.target
-        for plan in plans:
-            if plan:
-                rl = [p[0] for p in plan]
+        for col in cols:
+            if col:
+                rl = col[0]
                 if min(map(oute.__getitem__, rl)) == 0:
                     return False
                 if not shrink and min(map(sub, map(target.__getitem__, rl), map(outs.__getitem__, rl))) <= 0:
@@ -132,7 +141,8 @@ def run(sim: Simulation, eng: Engine, plans: list[Plan], t0: float, bound: float
     # the busy ranks' requests as one set of columns, in rank order then plan order
     busy = [i for i, plan in enumerate(plans) if plan]
     sizes = [len(plans[i]) for i in busy]
-    pc = list(zip(*[p for i in busy for p in plans[i]]))  # the plans' columns, transposed in C
+    # the plans' columns (one busy rank: its own; else joined rank after rank)
+    pc = cols[busy[0]] if len(busy) == 1 else [tuple(chain.from_iterable(cols[i][j] for i in busy)) for j in range(4)]
     rid = np.array(pc[0], dtype=np.int64)
     if k and sim.oute_a[rid].min() == 0:
         return False  # a first token still in flight: the ordinary path stamps it

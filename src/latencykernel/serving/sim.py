@@ -351,9 +351,10 @@ class Simulation:
         if not any(plans):
             eng.t = INF
             return
-        d, bott = self._price(eng, plans)
-        if cfg.skip_ahead and not pre and runs.uniform(self, eng, plans):
-            if runs.run(self, eng, plans, t, bound, others, d):
+        cols = [list(zip(*p)) if p else [] for p in plans]  # each plan's columns, transposed once, in C
+        d, bott = self._price(eng, plans, cols)
+        if cfg.skip_ahead and not pre and runs.uniform(self, eng, plans, cols):
+            if runs.run(self, eng, plans, t, bound, others, d, cols):
                 return
         self.steps += len(plans)
         t_end = t + d
@@ -361,8 +362,8 @@ class Simulation:
             nxt, _ = self._decide(eng)
             eng.pending = nxt if any(nxt) else None
         self._account(eng, d, bott)
-        for rk, plan in zip(eng.ranks, plans):
-            self._outputs(rk, plan, t_end)
+        for rk, plan, col in zip(eng.ranks, plans, cols):
+            self._outputs(rk, plan, t_end, col)
         self._kv_sample(eng, t_end)
         eng.t = t_end
 
@@ -378,13 +379,13 @@ class Simulation:
             pre = pre or q
         return plans, pre
 
-    def _price(self, eng: Engine, plans: list[Plan]) -> tuple[float, Any]:
+    def _price(self, eng: Engine, plans: list[Plan], cols: list[list[tuple[Any, ...]]]) -> tuple[float, Any]:
         dt = eng.cfg.decode_threshold
         best = -1.0
         bott: Any = None
         model = eng.model
         overlap = eng.cfg.overlap
-        for plan in plans:
+        for plan, col in zip(plans, cols):
             if not plan:
                 if len(plans) > 1:
                     # an idle attention-DP rank runs a dummy batch alongside the others; taken
@@ -399,8 +400,7 @@ class Simulation:
                 sched: list[int] = []
                 comp: list[int] = []
             else:
-                cols = list(zip(*plan))  # the plan's columns, transposed in C
-                sched, comp = list(cols[1]), list(cols[2])
+                sched, comp = list(col[1]), list(col[2])
             e = model.step_time(Batch.trusted(sched, comp, dt))
             d = e.overlap if overlap else e.no_overlap
             if not 0.0 <= d < INF:
@@ -429,10 +429,11 @@ class Simulation:
         self.kv_t.append(t)
         self.kv_u.append(used / tot)
 
-    def _outputs(self, rk: Rank, plan: Plan, t: float) -> None:
-        """The client-visible effect of a finished step (vLLM's update_from_output)."""
+    def _outputs(self, rk: Rank, plan: Plan, t: float, col: list[tuple[Any, ...]]) -> None:
+        """The client-visible effect of a finished step (vLLM's update_from_output);
+        ``col``: the plan's columns."""
         if len(plan) >= FAST_OUTPUTS and not self.disagg:
-            self._outputs_many(rk, plan, t)
+            self._outputs_many(rk, col, t)
             return
         otpt = self.otpt
         for r, _n, _c, e, _dec in plan:
@@ -453,10 +454,9 @@ class Simulation:
             if o >= self.target[r]:
                 self._finish(rk, r, t)
 
-    def _outputs_many(self, rk: Rank, plan: Plan, t: float) -> None:
-        """``_outputs`` with numpy for a large plan: the same stamps, gaps and finishes."""
+    def _outputs_many(self, rk: Rank, cols: list[tuple[Any, ...]], t: float) -> None:
+        """``_outputs`` with numpy for a large plan (its columns): the same stamps, gaps and finishes."""
         otpt = self.otpt
-        cols = list(zip(*plan))
         e = np.array(cols[3], dtype=np.int64)
         emits = e > 0
         if not emits.all():
