@@ -325,7 +325,7 @@ class FastPlan:
             if max(S) > th:
                 if fallback:  # a prefill under PCP, or one needing DCP context gathers
                     return None
-                pre = [(s, C[i]) for i, s in enumerate(S) if s > th]
+                pre = [(s, c) for s, c in zip(S, C) if s > th]
         sumc = sum(C)
         causal = 0.0
         wins: dict[int, float] = {}

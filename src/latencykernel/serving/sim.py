@@ -424,8 +424,13 @@ class Simulation:
     def _kv_sample(self, eng: Engine, t: float) -> None:
         """KV-cache use of ``eng``'s ranks at the end of a step, once its outputs are
         processed (under async scheduling the next step's blocks are already allocated)."""
-        used = sum(rk.usable - rk.free for rk in eng.ranks)
-        tot = sum(rk.usable for rk in eng.ranks)
+        ranks = eng.ranks
+        if len(ranks) == 1:
+            rk = ranks[0]
+            used, tot = rk.usable - rk.free, rk.usable
+        else:
+            used = sum(rk.usable - rk.free for rk in ranks)
+            tot = sum(rk.usable for rk in ranks)
         self.kv_t.append(t)
         self.kv_u.append(used / tot)
 
