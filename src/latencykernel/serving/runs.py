@@ -307,8 +307,8 @@ def _commit(
     eng.busy_s += float(dc.sum())
     for res in set(bc.tolist()):
         sim.bottleneck[res] = sim.bottleneck.get(res, 0.0) + float(dc[bc == res].sum())
-    tot = sum(rk.usable for rk in ranks)
-    used0 = sum(rk.usable - rk.free for rk in ranks)
+    tot = eng.usable
+    used0 = tot - sum(rk.free for rk in ranks)
     extra_all = r.extra[:, :m].sum(axis=0)
     # KV samples at the ends of steps 0..commit-2 (the last one is taken from the state
     # after its outputs, below): decided through step j (sync) or j + 1 (async), less the

@@ -7,7 +7,8 @@ Every rule follows ``vllm/v1/core/sched/scheduler.py`` (``Scheduler.schedule``) 
 source read was the public vLLM tree as stored for this project (the pinned commit itself was
 not available; the rules below are the ones that version's scheduler shares with it).
 
-State lives in the ``Requests`` columns of the simulation (plain lists, indexed by request):
+State lives in the simulation's request columns (``array.array`` columns indexed by request,
+each with a numpy view, ``*_a``, for the steps that touch many requests at once):
 ``comp`` (vLLM's ``num_computed_tokens``), ``outs`` (output tokens including the ones a step
 in flight will sample: vLLM's output placeholders), ``blk`` (KV blocks the request holds
 itself; prefix-cache hits are shared and charged once per rank), ``hitb`` (the shared
@@ -103,6 +104,8 @@ def schedule(sim: Simulation, rk: Rank) -> tuple[list[tuple[int, int, int, int, 
     """One step's plan for rank ``rk``, and whether it preempted. Mutates the request state as
     vLLM does at schedule time (``_update_after_schedule`` advances ``num_computed_tokens``;
     the tokens the step will sample count as placeholders)."""
+    if not rk.running and not rk.waiting:
+        return [], False  # an idle rank: nothing to schedule
     cfg = sim.cfg[rk.engine]
     prompt, target, comp, outs, blk = sim.prompt, sim.target, sim.comp, sim.outs, sim.blk
     bs = cfg.block_size

@@ -88,7 +88,7 @@ class Pool:
 
 
 class Engine:
-    __slots__ = ("index", "pool", "ranks", "t", "pending", "busy_s", "model", "cfg", "empty")
+    __slots__ = ("index", "pool", "ranks", "t", "pending", "busy_s", "model", "cfg", "empty", "usable")
 
     def __init__(self, index: int, pool: int, ranks: list[Rank], model: StepModel, cfg: EngineConfig) -> None:
         self.index = index
@@ -100,6 +100,7 @@ class Engine:
         self.model = model
         self.cfg = cfg
         self.empty: tuple[float, Any] | None = None  # (time, bottleneck) of an empty step, once priced
+        self.usable = sum(rk.usable for rk in ranks)  # KV blocks the ranks hold in all (fixed)
 
 
 class Simulation:
@@ -371,9 +372,6 @@ class Simulation:
         plans: list[Plan] = []
         pre = False
         for rk in eng.ranks:
-            if not rk.running and not rk.waiting:
-                plans.append([])  # an idle rank: nothing to schedule
-                continue
             p, q = schedule(self, rk)
             plans.append(p)
             pre = pre or q
@@ -424,15 +422,8 @@ class Simulation:
     def _kv_sample(self, eng: Engine, t: float) -> None:
         """KV-cache use of ``eng``'s ranks at the end of a step, once its outputs are
         processed (under async scheduling the next step's blocks are already allocated)."""
-        ranks = eng.ranks
-        if len(ranks) == 1:
-            rk = ranks[0]
-            used, tot = rk.usable - rk.free, rk.usable
-        else:
-            used = sum(rk.usable - rk.free for rk in ranks)
-            tot = sum(rk.usable for rk in ranks)
         self.kv_t.append(t)
-        self.kv_u.append(used / tot)
+        self.kv_u.append((eng.usable - sum(rk.free for rk in eng.ranks)) / eng.usable)
 
     def _outputs(self, rk: Rank, plan: Plan, t: float, col: list[tuple[Any, ...]]) -> None:
         """The client-visible effect of a finished step (vLLM's update_from_output);
