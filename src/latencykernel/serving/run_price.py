@@ -4,6 +4,7 @@ steps; the error for a bad time a step model returns."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -24,29 +25,24 @@ def bad_time(source: str, v: object) -> LatencyKernelError:
     return LatencyKernelError(f"the step model's {source} returned {v!r}; a time must be a finite number >= 0 s")
 
 
+@dataclass(slots=True, eq=False)
 class RunColumns:
     """A run's columns: the busy ranks (indices into the engine's ranks) and, over their
     requests concatenated in rank order then plan order, ids, contexts and placeholders
-    before the run, last-token steps, held and shared (prefix-cache) blocks; new blocks by step per busy rank; the
-    speculative columns (advance, emitted, contexts, blocks) when drafts are on."""
+    before the run, last-token steps, held and shared (prefix-cache) blocks; new blocks by
+    step per busy rank; the speculative columns (advance, emitted, contexts, blocks) when
+    drafts are on."""
 
-    __slots__ = ("busy", "offs", "rid", "c0", "o0", "f", "held", "shared", "extra", "spec")
-
-    def __init__(
-        self,
-        busy: list[int],
-        offs: list[int],
-        rid: np.ndarray,
-        c0: np.ndarray,
-        o0: np.ndarray,
-        f: np.ndarray,
-        held: np.ndarray,
-        shared: np.ndarray,
-        extra: np.ndarray,
-        spec: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None,
-    ) -> None:
-        self.busy, self.offs, self.rid, self.c0, self.o0 = busy, offs, rid, c0, o0
-        self.f, self.held, self.shared, self.extra, self.spec = f, held, shared, extra, spec
+    busy: list[int]
+    offs: list[int]
+    rid: np.ndarray
+    c0: np.ndarray
+    o0: np.ndarray
+    f: np.ndarray
+    held: np.ndarray
+    shared: np.ndarray
+    extra: np.ndarray
+    spec: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None
 
 
 def price_run(eng: Engine, r: RunColumns, m: int, k: int) -> tuple[np.ndarray, np.ndarray]:
