@@ -223,18 +223,21 @@ def derived_max_model_len(max_len: int | None, rope_scaling: Mapping[str, Any] |
     return int(derived) if math.isfinite(derived) else None
 
 
-def check_max_model_len(stated: int | None, derived: int | None, key: str | None, override: bool) -> None:
+def check_max_model_len(
+    stated: int | None, derived: int | None, key: str | None, override: bool, setting: str = "engine.max_model_len"
+) -> None:
     """Refuse a stated max_model_len above what the model's config supports
     (``_get_and_verify_max_len``), unless ``override`` (a RoPE scaling block stated in
-    ``engine.hf_overrides``, which the derivation then uses)."""
+    ``engine.hf_overrides``, which the derivation then uses). ``setting``: the name the
+    caller gave it (a deployment's YAML key, or ``simulate``'s argument)."""
     if stated is None or derived is None or stated <= derived:
         return
     more = " the RoPE scaling stated in engine.hf_overrides gives" if override else ""
     raise _refuse(
-        f"engine.max_model_len {stated} exceeds the {derived} tokens{more or ' the model supports'} "
+        f"{setting} {stated} exceeds the {derived} tokens{more or ' the model supports'} "
         f"({key or 'max_position_embeddings'} in its config.json); vLLM refuses to start; lower "
         f"max_model_len, or state a RoPE scaling block in engine.hf_overrides",
-        "engine.max_model_len",
+        setting,
         stated,
     )
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from latencykernel.errors import LatencyKernelError, RefusedError
-from latencykernel.resolve.startup import check_block_size, check_scheduler_limits
+from latencykernel.resolve.startup import check_block_size, check_max_model_len, check_scheduler_limits
 from latencykernel.serving.workload import real
 from latencykernel.step_model import EngineLimits, StepModel
 
@@ -136,15 +136,8 @@ def resolve_engine(model: StepModel, engine: dict[str, Any]) -> tuple[EngineConf
     ):
         check_scheduler_limits(mnbt, mns, mml, chunked)
     if engine.get("max_model_len") is not None:
-        top = lim.model_max_model_len
-        if top and mml > top:
-            # vllm/config/model.py, _get_and_verify_max_len (as resolve.startup.check_max_model_len)
-            raise RefusedError(
-                f"max_model_len {mml} exceeds the {top} tokens the model supports (as vLLM derives it from "
-                "its config.json); vLLM refuses to start; lower max_model_len",
-                setting="max_model_len",
-                value=mml,
-            )
+        # vllm/config/model.py, _get_and_verify_max_len, held to the limit the kernel derived
+        check_max_model_len(mml, lim.model_max_model_len or None, None, False, setting="max_model_len")
     if mml > 0 and engine.get("max_model_len") is not None and engine.get("num_gpu_blocks") is None:
         need = -(-mml // bs)
         if need > blocks - 1:
