@@ -501,8 +501,9 @@ class Kernel:
         """A key two kernels share only when they price every step alike, hold the same KV
         blocks under the same engine limits and charge the same host overheads: the resolved
         step constants, ``limits()`` and the host coefficients, floats written by ``repr``
-        (which round-trips). A search simulates deployments that resolve alike (expert
-        parallel over one GPU, a setting stated at its default) once."""
+        (which round-trips). A search simulates deployments that resolve alike (a setting
+        stated at the value it defaults to) once. Conservative: expert parallel over one GPU
+        keeps its own key (the layout records it), though it prices alike."""
         host = tuple(
             self._coeffs.get(name)
             for name in (
