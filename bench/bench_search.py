@@ -107,7 +107,7 @@ def main() -> None:
     build_s = statistics.median(builds)
     if args.full:
         evaluate._ROWS.clear()
-        t, c0 = time.perf_counter(), time.process_time()
+        t = time.perf_counter()
         out = map_chunks("local", docs, every, EvaluateJob(loads, 0, None), workers=args.workers)
         dt = time.perf_counter() - t
         built = [o for o in out if o[0] == "built"]
@@ -139,8 +139,9 @@ def main() -> None:
         cands = sum(sum(1 for r in o[3] if r[0] == "ok") for o in out if o[0] == "built")
         per_dep = len(sample) / dt
         # the whole space: a build for every deployment, the rest for the distinct ones
-        sim_s = max(dt / len(sample) - build_s / (workers or os.cpu_count() or 1), 0.0)
-        full = len(every) * (build_s / (workers or os.cpu_count() or 1) + share * sim_s)
+        procs = workers or os.cpu_count() or 1
+        sim_s = max(dt / len(sample) - build_s / procs, 0.0)
+        full = len(every) * (build_s / procs + share * sim_s)
         print(
             f"{name:<24} {dt:7.1f} s  {cands / dt:8.1f} candidates/s  {per_dep * len(loads):8.1f} (deployment x load)/s"
             f"  -> 10,000 x 8 in {full / 60:6.1f} min"
