@@ -18,22 +18,16 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).parent))
+
 import numpy as np
 
-import latencykernel as lk
+import latencykernel as lk  # noqa: E402
 from latencykernel.errors import LatencyKernelError
 from latencykernel.serving import estimate
+from score_inferencex import REFERENCE, WORKLOADS  # noqa: E402
 
-DEFAULT = (
-    Path(__file__).resolve().parents[2]
-    / "shared"
-    / "reference"
-    / "blis-latency-kernel"
-    / "testdata"
-    / "measurements"
-    / "inferencex_absolutes.json"
-)
-WORKLOADS = {"1k1k": (1024, 1024), "1k8k": (1024, 8192), "8k1k": (8192, 1024)}
+DEFAULT = REFERENCE / "measurements" / "inferencex_absolutes.json"
 
 
 def lengths(nominal: int, n: int, how: str, rng: np.random.Generator) -> int | list[int]:

@@ -20,19 +20,13 @@ import statistics
 import sys
 from pathlib import Path
 
-import latencykernel as lk
-from latencykernel import Batch
+sys.path.insert(0, str(Path(__file__).parent))
 
-DEFAULT = (
-    Path(__file__).resolve().parents[2]
-    / "shared"
-    / "reference"
-    / "blis-latency-kernel"
-    / "testdata"
-    / "measurements"
-    / "inferencex_absolutes.json"
-)
-WORKLOADS = {"1k1k": (1024, 1024), "1k8k": (1024, 8192), "8k1k": (8192, 1024)}
+import latencykernel as lk  # noqa: E402
+from latencykernel import Batch
+from score_inferencex import REFERENCE, WORKLOADS  # noqa: E402
+
+DEFAULT = REFERENCE / "measurements" / "inferencex_absolutes.json"
 
 
 def pct(xs: list[float]) -> str:
