@@ -277,6 +277,15 @@ def _as_quantity(
     return q
 
 
+def _numpy_int(value: Any) -> Any:
+    """A numpy integer as the Python int it holds; anything else as it is."""
+    try:
+        import numpy as np
+    except ImportError:  # pragma: no cover
+        return value
+    return int(value) if isinstance(value, np.integer) else value
+
+
 def count(argument: str, value: Any, unit: str, *, minimum: int = 0) -> int:
     """An integer count of ``unit`` (tokens, sequences, ...), at least ``minimum``.
 
@@ -298,13 +307,7 @@ def count(argument: str, value: Any, unit: str, *, minimum: int = 0) -> int:
             )
         value = int(mag)
     if type(value) is not int:
-        try:
-            import numpy as np
-
-            if isinstance(value, np.integer):
-                value = int(value)
-        except ImportError:  # pragma: no cover
-            pass
+        value = _numpy_int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise ScenarioInputError(
             f"{argument}={value!r} must be a whole number of {unit}s (an int)", argument=argument, value=value
@@ -321,13 +324,7 @@ def count(argument: str, value: Any, unit: str, *, minimum: int = 0) -> int:
 def nonnegative_int(argument: str, value: Any) -> int:
     """A plain count (a batch size, a number of requests): an int, refused when negative."""
     if type(value) is not int:
-        try:
-            import numpy as np
-
-            if isinstance(value, np.integer):
-                value = int(value)
-        except ImportError:  # pragma: no cover
-            pass
+        value = _numpy_int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise ScenarioInputError(
             f"{argument}={value!r} must be a whole number (an int)", argument=argument, value=value
