@@ -243,6 +243,7 @@ def _result(sim: Simulation, reqs: Requests, gpus: int, notes: list[tuple[str, s
                 if len(tail) > 1 and tail[-1] > tail[0]:
                     sustained = (len(tail) - 1) / float(tail[-1] - tail[0])
     per = {"ttft": ttft, "tpot": tpot, "e2el": e2el, "prompt": reqs.prompt, "output": osl, "sent": sent}
+    kv_t, kv_u = sim.kv_series()
     named: dict[str, float] = {}
     for res, s in sim.bottleneck.items():  # keyed by the step model's objects on the hot path
         named[str(res)] = named.get(str(res), 0.0) + s
@@ -264,8 +265,8 @@ def _result(sim: Simulation, reqs: Requests, gpus: int, notes: list[tuple[str, s
         gpus=gpus,
         max_concurrent_requests=sim.max_in_flight_seen,
         preemptions=sim.preemptions,
-        kv_usage_time_s=np.asarray(sim.kv_t, dtype=np.float64),
-        kv_usage=np.asarray(sim.kv_u, dtype=np.float64),
+        kv_usage_time_s=kv_t,
+        kv_usage=kv_u,
         bottleneck_shares=shares,
         steps=sim.steps,
         saturated=saturated,

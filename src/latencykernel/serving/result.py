@@ -70,8 +70,11 @@ class Distribution:
             if not new.all():
                 starts = np.flatnonzero(new)
                 v, w = v[starts], np.add.reduceat(w, starts)
-        mean = float(np.dot(v, w) / n)
-        var = float(np.dot(w, (v - mean) ** 2) / n)
+        # numpy's pairwise sums, not BLAS's dot: the same bits on any machine and thread count,
+        # and no BLAS threads left spinning beside a search's worker processes
+        wf = w.astype(np.float64)
+        mean = float(np.add.reduce(v * wf) / n)
+        var = float(np.add.reduce(wf * (v - mean) ** 2) / n)
         ends = np.cumsum(w)  # the sorted sample at rank k (0-based) is v[searchsorted(ends, k, 'right')]
 
         def q(p: float) -> float:

@@ -379,8 +379,8 @@ def _commit(
         sim.last_emit_a[rid] = t_last
         for i, q in zip(fin.tolist(), rid[fin].tolist()):
             sim._finish(ranks[r.busy[seg[i]]], q, t_last)
-    sim.kv_t.extend(times[1:commit].tolist())
-    sim.kv_u.extend((kv_j / tot).tolist())
+    if commit > 1:
+        sim.kv_samples(times[1:commit], kv_j / tot)
     eng.t = float(times[commit])
     sim.now = eng.t
     sim._kv_sample(eng, eng.t)

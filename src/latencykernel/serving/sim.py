@@ -185,8 +185,10 @@ class Simulation:
         self.itl_one: list[float] = []  # single gaps (weight 1)
         self.itl_vals: list[Any] = []  # arrays of gaps from runs
         self.itl_wts: list[Any] = []  # their weights
-        self.kv_t: list[Any] = []
-        self.kv_u: list[Any] = []
+        # KV-cache use at step ends: single samples as floats, each run's as arrays, in order
+        self.kv_t: list[float] = []
+        self.kv_u: list[float] = []
+        self.kv_parts: list[tuple[np.ndarray, np.ndarray]] = []
         self.bottleneck: dict[Any, float] = {}  # busy seconds by the step model's bottleneck (str in the result)
         self.steps = 0
         self.preemptions = 0
@@ -424,6 +426,19 @@ class Simulation:
         processed (under async scheduling the next step's blocks are already allocated)."""
         self.kv_t.append(t)
         self.kv_u.append((eng.usable - sum(rk.free for rk in eng.ranks)) / eng.usable)
+
+    def kv_samples(self, t: np.ndarray, u: np.ndarray) -> None:
+        """A run's KV samples (times, use), after the single ones taken so far."""
+        if self.kv_t:
+            self.kv_parts.append((np.array(self.kv_t), np.array(self.kv_u)))
+            self.kv_t.clear()
+            self.kv_u.clear()
+        self.kv_parts.append((t, u))
+
+    def kv_series(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every KV sample in the order taken: (times in s, use as a share of the blocks)."""
+        parts = [*self.kv_parts, (np.array(self.kv_t, dtype=np.float64), np.array(self.kv_u, dtype=np.float64))]
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
     def _outputs(self, rk: Rank, plan: Plan, t: float, col: list[tuple[Any, ...]]) -> None:
         """The client-visible effect of a finished step (vLLM's update_from_output);
