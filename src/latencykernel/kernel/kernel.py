@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from latencykernel.batch import (
@@ -504,7 +504,22 @@ class Kernel:
         (which round-trips). A search simulates deployments that resolve alike (a setting
         stated at the value it defaults to) once. Conservative: expert parallel over one GPU
         keeps its own key (the layout records it), though it prices alike."""
-        host = tuple(
+        return repr((self._c, self.limits(), self._host_coeffs()))
+
+    def fingerprint_parts(self) -> tuple[str, int]:
+        """``fingerprint`` split for a caller that knows its load's bounds (a search's
+        closed loop): a key over everything but the CUDA-graph capture ceiling and the three
+        limits such a load may never reach (``max_num_seqs``, ``max_num_batched_tokens``,
+        ``kv_blocks``: read them from ``limits()``), and that ceiling. The step price reads
+        the ceiling only as whether a step's token count is above it (eager host time) or
+        not (graph replay), so two kernels equal in the key price alike every step whose
+        token count is on the same side of both ceilings."""
+        c = replace(self._c, capture_tokens=0)
+        lim = replace(self.limits(), max_num_seqs=0, max_num_batched_tokens=0, kv_blocks=0)
+        return repr((c, lim, self._host_coeffs())), self._c.capture_tokens
+
+    def _host_coeffs(self) -> tuple[Any, ...]:
+        return tuple(
             self._coeffs.get(name)
             for name in (
                 "host_admission_per_request",
@@ -513,7 +528,6 @@ class Kernel:
                 "host_completion",
             )
         )
-        return repr((self._c, self.limits(), host))
 
     def evidence(self) -> tuple[int, int, list[str]]:
         """(values resting on evidence, all values, names of assumed values)."""

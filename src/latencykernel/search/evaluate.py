@@ -274,12 +274,18 @@ def evaluate_one(docs: Documents, dep: Deployment, loads: Sequence[LoadPoint], s
         return ("refused", dep.index, _setting(e), str(e))
     evidence = _evidence(kernels)
     fp = kernels[0].fingerprint() if sim is serving_simulate and dep.prefill is None else None
+    bounds = _Bounds.of(kernels[0]) if fp is not None else None
     rows: list[tuple[Any, ...]] = []
     for load in loads:
         key = (fp, dep.gpus, load, seed)
         if fp is not None and key in _ROWS:
             seen = _ROWS[key]
             rows.append((seen[0], dict(seen[1]), *seen[2:]) if seen[0] == "ok" else seen)  # figures: a copy
+            continue
+        lkey = bounds.key(dep.gpus, load, seed) if bounds is not None else None
+        if bounds is not None and lkey is not None and lkey in _ROWS:
+            seen = _ROWS[lkey]  # an "ok" row of a deployment that differs only in limits this load never reaches
+            rows.append(("ok", dict(seen[1]), seen[2], bounds.own_notes(seen[3])))
             continue
         try:
             res = sim(kernels, dep, load, seed)
@@ -291,8 +297,95 @@ def evaluate_one(docs: Documents, dep: Deployment, loads: Sequence[LoadPoint], s
             if len(_ROWS) >= _ROWS_MAX:
                 _ROWS.clear()
             _ROWS[key] = row
+            if lkey is not None and row[0] == "ok":
+                _ROWS[lkey] = row
         rows.append(row)
     return ("built", dep.index, evidence, rows)
+
+
+# The engine settings whose resolved values the simulation records as assumptions and a
+# bounded load may never reach (``_Bounds``): the rows of one deployment serve another's with
+# these notes written with the other's own values.
+_BOUNDED = ("max_num_seqs", "max_num_batched_tokens", "num_gpu_blocks")
+
+
+@dataclass(frozen=True)
+class _Bounds:
+    """What the default simulation reads of a kernel, less what a closed loop of ``c``
+    clients provably never reaches, as a key: two deployments with equal keys give the
+    same simulation, step for step. A closed loop holds at most c requests in flight, so
+    on any rank (vLLM's scheduler, ``serving/scheduler.py``):
+
+    - ``max_num_seqs`` >= c never stops an admission (running <= in flight <= c);
+    - the KV cache never runs short when each rank's usable blocks hold c requests at
+      their longest (isl + osl tokens, plus 2 x (1 + k) for drafts and lookahead), so no
+      admission waits on blocks and nothing is preempted;
+    - then a step schedules at most c x max(isl, 1 + k) tokens (a whole prompt, or a
+      decode of 1 + k), so a ``max_num_batched_tokens`` above that never caps a chunk;
+    - then (and with no chunk cap below isl) a step without a prefill schedules at most
+      c x (1 + k) tokens and one with a prefill at least isl, so every CUDA-graph capture
+      ceiling in [c x (1 + k), isl) puts every step on the same side (``fingerprint_parts``).
+
+    Each limit stays in the key at its value where its condition fails. Open-loop loads
+    are not bounded: only ``Kernel.fingerprint`` is shared."""
+
+    base: str
+    capture: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    usable_blocks: int
+    num_gpu_blocks: int
+    block_size: int
+    spec: int
+    chunk_cap: int
+    notes: tuple[tuple[str, str, str], ...]
+
+    @classmethod
+    def of(cls, kernel: Kernel) -> _Bounds:
+        from latencykernel.serving.config import resolve_engine
+
+        base, capture = kernel.fingerprint_parts()
+        cfg, notes = resolve_engine(kernel, {})
+        return cls(
+            base,
+            capture,
+            cfg.max_num_seqs,
+            cfg.max_num_batched_tokens,
+            cfg.usable_blocks,
+            cfg.num_gpu_blocks,
+            cfg.block_size,
+            cfg.num_speculative_tokens,
+            cfg.long_prefill_token_threshold,
+            tuple(n for n in notes if n[0] in _BOUNDED),
+        )
+
+    def key(self, gpus: int, load: LoadPoint, seed: int) -> tuple[Any, ...] | None:
+        c = load.concurrency
+        if c is None:
+            return None
+        w = 1 + self.spec
+        mns: Any = "at least c" if self.max_num_seqs >= c else self.max_num_seqs
+        kv_ok = self.usable_blocks >= c * -(-(load.isl + load.osl + 2 * w) // self.block_size)
+        budget_ok = kv_ok and self.max_num_batched_tokens > c * max(load.isl, w)
+        whole = self.chunk_cap == 0 or self.chunk_cap >= load.isl
+        cap_ok = budget_ok and whole and c * w <= self.capture < load.isl
+        return (
+            "bounded",
+            self.base,
+            "between" if cap_ok else self.capture,
+            mns,
+            "above every step" if budget_ok else self.max_num_batched_tokens,
+            "ample" if kv_ok else self.num_gpu_blocks,
+            gpus,
+            load,
+            seed,
+        )
+
+    def own_notes(self, notes: tuple[tuple[str, ...], ...]) -> tuple[tuple[str, ...], ...]:
+        """``notes`` (a simulation's assumptions, as ``run_assumptions`` gives them) with the
+        bounded settings' notes this kernel's own."""
+        mine = {n[0]: tuple(str(x) for x in n) for n in self.notes}
+        return tuple(mine.get(n[0], n) if n and n[0] in _BOUNDED else n for n in notes)
 
 
 def run_assumptions(result: Any) -> tuple[tuple[str, ...], ...]:
