@@ -10,7 +10,7 @@ import pytest
 import latencykernel as lk
 from latencykernel.batch import Batch
 from latencykernel.errors import RefusedError
-from latencykernel.serving import ClosedLoop, Poisson, estimate, simulate
+from latencykernel.serving import ClosedLoop, Poisson, RandomRange, estimate, simulate
 
 GUIDE = "aisimulate/deepseek-v3-h200-fp8-sglang-tp8.yaml"
 
@@ -48,16 +48,44 @@ def test_concurrency_one_tpot_is_the_decode_step_plus_host_time() -> None:
     assert r.ttft.median == pytest.approx(ttft, rel=1e-12)
 
 
-@pytest.mark.parametrize("async_scheduling", [False, True])
-def test_skip_ahead_equals_step_by_step_on_the_kernel(async_scheduling: bool) -> None:
-    """Guards the vectorised runs on the kernel's own step_times: the same latencies and gaps."""
+KERNEL_RUNS = [
+    ("closed", {}, ClosedLoop(24, 300, 120, num_prompts=48)),
+    ("closed-async", {"async_scheduling": True}, ClosedLoop(24, 300, 120, num_prompts=48)),
+    # requests of spread lengths: runs go past completions, the batch shrinks mid-run
+    ("open-spread", {}, Poisson(4.0, 60, RandomRange(200, 0.9), num_prompts=40)),
+    (
+        "attention-dp-spread",
+        {"data_parallel_size": 3, "lockstep_data_parallel": True},
+        Poisson(4.0, 60, RandomRange(200, 0.9), num_prompts=40),
+    ),
+    ("drafts", {"num_speculative_tokens": 2, "acceptance_rate": 0.6}, ClosedLoop(8, 200, 90, num_prompts=16)),
+]
+
+
+@pytest.mark.parametrize("name,engine,wl", KERNEL_RUNS, ids=[c[0] for c in KERNEL_RUNS])
+def test_skip_ahead_equals_step_by_step_on_the_kernel(
+    name: str, engine: dict[str, object], wl: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Guards the vectorised runs on the kernel's own prices (``decode_step_times`` from each
+    step's count and context sum, with requests leaving mid-run, attention-DP ranks and
+    drafts): the same latencies, gaps, KV samples and steps as the step-by-step loop; and
+    the aggregate price did run (the equality is not vacuous)."""
     k = guide()
-    wl = ClosedLoop(24, 300, 120, num_prompts=48)
-    a = simulate(k, wl, async_scheduling=async_scheduling, skip_ahead=True)
-    b = simulate(k, wl, async_scheduling=async_scheduling, skip_ahead=False)
+    calls = [0]
+    real = lk.Kernel.decode_step_times
+
+    def counting(self: lk.Kernel, *a: object, **kw: object) -> object:
+        calls[0] += 1
+        return real(self, *a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(lk.Kernel, "decode_step_times", counting)
+    a = simulate(k, wl, skip_ahead=True, **engine)  # type: ignore[arg-type]
+    assert calls[0] > 0
+    b = simulate(k, wl, skip_ahead=False, **engine)  # type: ignore[arg-type]
     for key in ("ttft", "tpot", "e2el"):
         assert np.array_equal(a.per_request[key], b.per_request[key]), key
     assert a.itl == b.itl and a.steps == b.steps
+    assert np.array_equal(a.kv_usage, b.kv_usage) and np.array_equal(a.kv_usage_time_s, b.kv_usage_time_s)
 
 
 def test_estimate_reports_vllm_bench_keys_and_assumptions() -> None:

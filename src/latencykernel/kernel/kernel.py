@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from latencykernel.batch import (
     DEFAULT_DECODE_THRESHOLD,
+    MAX_REQUESTS,
     MAX_SM_BUDGET,
+    MAX_TOKENS,
     RESOURCES,
     Batch,
     Resource,
@@ -240,6 +242,41 @@ class Kernel:
         budget = whole_count("sm_budget", sm_budget, MAX_SM_BUDGET)
         cols = token_columns(step, scheduled, computed, prompt_len)
         return step_times(self._fast, self.step_time, cols, decode_threshold=th, sm_budget=budget)
+
+    def decode_step_times(
+        self, width: int, requests: Any, computed_sum: Any, *, decode_threshold: int, sm_budget: int = 0
+    ) -> StepTimes | None:
+        """Steps of plain decodes from their aggregates, for a simulator that knows them: step
+        j holds ``requests[j]`` requests, each scheduling ``width`` tokens, whose computed
+        tokens sum to ``computed_sum[j]``. Each entry equals ``step_time`` (and
+        ``step_times``) on any batch of such rows with that sum, bit for bit; None when this
+        deployment's price reads more of each request than the sum (a per-request read
+        transform) or ``width`` is above ``decode_threshold``: then price the rows. An
+        optional capability beyond the ``StepModel`` protocol (``serving`` uses it when a
+        step model has it). Checked as ``step_times``' columns: whole counts, ``requests``
+        at most ``MAX_REQUESTS``, ``computed_sum`` at most ``requests`` x ``MAX_TOKENS``."""
+        import numpy as np
+
+        from latencykernel.kernel.arrays import token_array
+        from latencykernel.kernel.vector_decode import decode_step_times
+
+        th = whole_count("decode_threshold", decode_threshold)
+        budget = whole_count("sm_budget", sm_budget, MAX_SM_BUDGET)
+        w = whole_count("width", width, MAX_TOKENS)
+        if w < 1:
+            raise LatencyKernelError("width must be at least 1 (the tokens each decode schedules), got 0")
+        n = token_array("requests", requests, MAX_REQUESTS)
+        s = token_array("computed_sum", computed_sum, 1 << 62)
+        if len(s) != len(n):
+            raise LatencyKernelError(f"computed_sum has {len(s)} entries and requests has {len(n)}; they must be equal")
+        over = -(-s // MAX_TOKENS) > n  # s > n x MAX_TOKENS, without the product's overflow
+        if len(n) and bool(over.any()):
+            j = int(np.flatnonzero(over)[0])
+            raise LatencyKernelError(
+                f"computed_sum[{j}] is {int(s[j])}, more than requests[{j}] = {int(n[j])} requests of at most "
+                f"{MAX_TOKENS:,} tokens each hold"
+            )
+        return decode_step_times(self._fast, w, n, s, th, budget)
 
     def check(self, batch: Batch) -> None:
         """Refuse (``RefusedError`` naming the limit and the value) a batch no engine under

@@ -32,7 +32,7 @@ from latencykernel.kernel.arrays import Columns, token_array
 from latencykernel.kernel.fast import FastPlan
 from latencykernel.kernel.vector import MAX_EMPTY_STEPS, StepTimes, price_steps
 
-__all__ = ["step_times"]
+__all__ = ["step_times", "bottlenecks"]
 
 _NS = 1e-9
 _EXACT_NS = float(2**53)
@@ -96,12 +96,7 @@ def step_times(
     out, best, runs, slow, seg_start, seg_step = done
     overlap, no_overlap = out[0], out[1]
     per = dict(zip(RESOURCES, out[3:8]))
-    if len(runs) == 1 and runs[0][2] < 0:
-        bottleneck = _RES[best]
-    else:
-        bottleneck = np.empty(len(best), dtype=object)
-        for lo, hi, i in runs:
-            bottleneck[lo:hi] = RESOURCES[i] if i >= 0 else _RES[best[lo:hi]]
+    bottleneck = bottlenecks(best, runs)
 
     if slow is not None and slow.any():
         # Steps the fast path leaves to the reference: priced one by one by step_time.
@@ -119,6 +114,17 @@ def step_times(
             for r in RESOURCES:
                 per[r][i] = e.per_resource.get(r, 0.0)
     return StepTimes(overlap, no_overlap, bottleneck, per)
+
+
+def bottlenecks(best: np.ndarray, runs: list[tuple[int, int, int]]) -> np.ndarray:
+    """Each step's bottleneck ``Resource`` (an object array): ``_Results``' runs, each of
+    one resource, or of ``best`` (its index in RESOURCES) step by step."""
+    if len(runs) == 1 and runs[0][2] < 0:
+        return _RES[best]  # type: ignore[no-any-return]
+    out = np.empty(len(best), dtype=object)
+    for lo, hi, i in runs:
+        out[lo:hi] = RESOURCES[i] if i >= 0 else _RES[best[lo:hi]]
+    return out
 
 
 _BLOCK_STEPS = 8192  # steps per block of the price (its temporaries stay small)

@@ -47,42 +47,102 @@ class RunColumns:
 
 def price_run(eng: Engine, r: RunColumns, m: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Durations and bottlenecks, shape (busy ranks, m), of steps 0..m-1 of each busy rank's
-    run: one ``step_times`` call for all of them (each step's price is the one ``step_time``
+    run: one ``decode_step_times`` call for all of them where the step model has that
+    capability, else one ``step_times`` call (each step's price is the one ``step_time``
     gives its batch: the StepModel contract), or ``step_time`` a step when there are few.
     A request leaves its rank's batch after its last token (step ``f``); a rank left with
     none runs empty steps (host time only), as an idle attention-DP rank does."""
     # ranks whose batches are equal (attention-DP ranks served alike, as a closed loop of
     # equal requests routes them) are priced once: a step model is deterministic
-    batches: list[tuple[np.ndarray, np.ndarray | None]] = []
     slot: dict[bytes, int] = {}
     which = []
-    steps = np.arange(m, dtype=np.int64)[:, None]
     fm = np.minimum(r.f, m - 1) if k == 0 else None
+    keys: list[tuple[int, int]] = []  # each distinct batch's requests (lo, hi)
     for lo, hi in zip(r.offs[:-1], r.offs[1:]):
         if fm is not None:
-            c0, f = r.c0[lo:hi], fm[lo:hi]
-            key = c0.tobytes() + f.tobytes()
+            key = r.c0[lo:hi].tobytes() + fm[lo:hi].tobytes()
         else:
             assert r.spec is not None
-            cb = r.spec[2][lo:hi, :m]
-            key = np.ascontiguousarray(cb).tobytes()
+            key = np.ascontiguousarray(r.spec[2][lo:hi, :m]).tobytes()
         i = slot.get(key)
         if i is None:
-            i = slot[key] = len(batches)
-            if fm is not None:
-                ctx = steps + c0[None, :]  # step-major
-                if int(f.min()) < m - 1:
-                    live = steps <= f[None, :]
-                    batches.append((ctx[live], live.sum(axis=1)))
-                else:
-                    batches.append((ctx, None))
-            else:
-                batches.append((np.ascontiguousarray(cb.T), None))
+            i = slot[key] = len(keys)
+            keys.append((lo, hi))
         which.append(i)
+    q = len(keys)
+    if q * m > SHORT_RUN and eng.aggregate is not False:
+        got = _price_aggregates(eng, r, keys, fm, m, k)
+        if got is not None:
+            dd, bb = got
+            return (dd, bb) if q == len(which) else (dd[which], bb[which])
+    steps = np.arange(m, dtype=np.int64)[:, None]
+    batches: list[tuple[np.ndarray, np.ndarray | None]] = []
+    for lo, hi in keys:
+        if fm is not None:
+            c0, f = r.c0[lo:hi], fm[lo:hi]
+            ctx = steps + c0[None, :]  # step-major
+            if int(f.min()) < m - 1:
+                live = steps <= f[None, :]
+                batches.append((ctx[live], live.sum(axis=1)))
+            else:
+                batches.append((ctx, None))
+        else:
+            assert r.spec is not None
+            batches.append((np.ascontiguousarray(r.spec[2][lo:hi, :m].T), None))
     dd, bb = _price_cols(eng, batches, m, k)
-    if len(batches) == len(which):
-        return dd, bb
-    return dd[which], bb[which]
+    return (dd, bb) if q == len(which) else (dd[which], bb[which])
+
+
+def _price_aggregates(
+    eng: Engine, r: RunColumns, keys: list[tuple[int, int]], fm: np.ndarray | None, m: int, k: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """``price_run`` through the step model's ``decode_step_times`` (an optional capability:
+    plain decodes priced from each step's request count and context sum, equal to the rows'
+    price), or None when it has none for this engine (then the rows are priced). Request i
+    computes c0_i + j tokens before step j while it is in the batch (through step f_i; with
+    drafts, the contexts of ``r.spec``)."""
+    cfg = eng.cfg
+    fn = eng.aggregate
+    if fn is None:
+        fn = getattr(eng.model, "decode_step_times", None)
+        if fn is None:
+            eng.aggregate = False
+            return None
+    counts, sums = [], []
+    js = np.arange(m, dtype=np.int64)
+    for lo, hi in keys:
+        if fm is not None:
+            c0, f = r.c0[lo:hi], fm[lo:hi]
+            if int(f.min()) >= m - 1:  # nobody leaves: n requests, contexts rising n a step
+                n = hi - lo
+                counts.append(np.full(m, n, dtype=np.int64))
+                sums.append(int(c0.sum()) + n * js)
+            else:
+                # requests in the batch at step j (f_i >= j) and their c0 sum: suffix sums
+                cnt = np.bincount(f, minlength=m)[::-1].cumsum()[::-1]
+                s0 = np.bincount(f, weights=c0, minlength=m).astype(np.int64)[::-1].cumsum()[::-1]
+                counts.append(cnt)
+                sums.append(s0 + js * cnt)
+        else:
+            assert r.spec is not None
+            counts.append(np.full(m, hi - lo, dtype=np.int64))
+            sums.append(r.spec[2][lo:hi, :m].sum(axis=0))
+    st = fn(
+        1 + k,
+        counts[0] if len(keys) == 1 else np.concatenate(counts),
+        sums[0] if len(keys) == 1 else np.concatenate(sums),
+        decode_threshold=cfg.decode_threshold,
+    )
+    if st is None:
+        eng.aggregate = False  # fixed for the engine: its plan reads more than the sums
+        return None
+    eng.aggregate = fn
+    dd = np.asarray(st.overlap if cfg.overlap else st.no_overlap, dtype=np.float64)
+    if not (np.isfinite(dd).all() and dd.min() >= 0.0):
+        bad = dd[~(np.isfinite(dd) & (dd >= 0.0))][0]
+        raise bad_time(f"decode_step_times over a run of {m} decode steps", float(bad))
+    q = len(keys)
+    return dd.reshape(q, m), np.asarray(st.bottleneck).reshape(q, m)
 
 
 def _price_cols(

@@ -88,7 +88,7 @@ class Pool:
 
 
 class Engine:
-    __slots__ = ("index", "pool", "ranks", "t", "pending", "busy_s", "model", "cfg", "empty", "usable")
+    __slots__ = ("index", "pool", "ranks", "t", "pending", "busy_s", "model", "cfg", "empty", "usable", "aggregate")
 
     def __init__(self, index: int, pool: int, ranks: list[Rank], model: StepModel, cfg: EngineConfig) -> None:
         self.index = index
@@ -101,6 +101,9 @@ class Engine:
         self.cfg = cfg
         self.empty: tuple[float, Any] | None = None  # (time, bottleneck) of an empty step, once priced
         self.usable = sum(rk.usable for rk in ranks)  # KV blocks the ranks hold in all (fixed)
+        # the step model's decode_step_times (run_price): None until asked, False when it
+        # has none or none for this engine's steps
+        self.aggregate: Any = None
 
 
 class Simulation:
