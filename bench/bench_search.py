@@ -13,12 +13,15 @@ simulation, so the figures are given per deployment of the space (what the extra
 needs) and per built candidate. Build times (``lk.new`` of each variant) are printed apart,
 min/median/max over the sample.
 
-A search simulates each distinct engine once (``Kernel.fingerprint``: deployments that
-resolve alike share their rows), so the whole space costs a build per deployment and a
-simulation per distinct engine. ``--distinct`` (about half a minute) builds every deployment
-of the space, counts its distinct engines, and extrapolates from that count; without it the
-extrapolation takes every deployment as distinct. The reuse is cleared before each executor
-runs, so no figure below reuses another run's simulations.
+A search simulates each distinct engine once per load point (``Kernel.fingerprint``:
+deployments that resolve alike share their rows; and ``search.evaluate._Bounds``: at a
+closed loop's load, deployments that differ only in limits the load never reaches share
+them too), so the whole space costs a build per deployment and a simulation per distinct
+(engine, load). ``--distinct`` (about half a minute) builds every deployment of the space,
+counts the simulations each load point needs, and extrapolates from those counts and the
+serial run's cost of one simulation at each load point; without it the extrapolation takes
+every deployment as distinct. The reuse is cleared before each executor runs, so no figure
+below reuses another run's simulations.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
@@ -91,18 +95,26 @@ def main() -> None:
     print(f"builds: {built} of {len(sample)} open; per build {_stats(builds)}")
 
     share = 1.0  # simulated deployments per deployment of the space
+    shares: dict[LoadPoint, float] = {}  # the same, per load point (--distinct)
     if args.distinct:
         t = time.perf_counter()
         keys = set()
+        per_load: dict[LoadPoint, set[object]] = {ld: set() for ld in loads}
         for d in every:
             try:
-                keys.add(kernels_for(docs, d)[0].fingerprint())
+                k = kernels_for(docs, d)[0]
             except Exception:  # a refusal: no simulation
-                pass
+                continue
+            keys.add(k.fingerprint())
+            bounds = evaluate._Bounds.of(k)
+            for ld in loads:
+                per_load[ld].add(bounds.key(d.gpus, ld, 0) or (k.fingerprint(), d.gpus, ld))
         share = len(keys) / len(every)
+        shares = {ld: len(v) / len(every) for ld, v in per_load.items()}
         print(
-            f"distinct engines in the space: {len(keys):,} of {len(every):,} deployments "
-            f"(counted in {time.perf_counter() - t:.0f} s)"
+            f"distinct engines in the space: {len(keys):,} of {len(every):,} deployments; simulations per load point "
+            + ", ".join(f"c={ld.concurrency}: {len(v):,}" for ld, v in per_load.items())
+            + f" (counted in {time.perf_counter() - t:.0f} s)"
         )
     build_s = statistics.median(builds)
     if args.full:
@@ -119,6 +131,17 @@ def main() -> None:
         return
 
     job = EvaluateJob(loads, 0, None)
+    # the serial run's seconds per simulation at each load point (for --distinct's extrapolation)
+    sim_time: dict[LoadPoint, list[float]] = {ld: [] for ld in loads}
+    real_simulate = evaluate.serving_simulate
+
+    def timed_simulate(kernels: Any, dep: Any, load: LoadPoint, seed: int) -> Any:
+        t = time.perf_counter()
+        try:
+            return real_simulate(kernels, dep, load, seed)
+        finally:
+            sim_time[load].append(time.perf_counter() - t)
+
     runs = [("serial (1 process)", "serial", 1)]
     runs.append((f"local ({args.workers} processes)", "local", args.workers))
     if not args.no_ray:
@@ -131,9 +154,12 @@ def main() -> None:
             env = {"PYTHONPATH": os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH", "")) if p)}
             ray.init(num_cpus=args.workers, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": env})
         evaluate._ROWS.clear()  # no reuse of an earlier run's simulations (forked workers inherit it)
+        if executor == "serial":
+            evaluate.serving_simulate = timed_simulate  # type: ignore[assignment]
         t, c0 = time.perf_counter(), time.process_time()
         out = map_chunks(executor, docs, sample, job, workers=workers)
         dt, cpu = time.perf_counter() - t, time.process_time() - c0
+        evaluate.serving_simulate = real_simulate  # type: ignore[assignment]
         if executor == "ray":
             ray.shutdown()
         cands = sum(sum(1 for r in o[3] if r[0] == "ok") for o in out if o[0] == "built")
@@ -141,6 +167,13 @@ def main() -> None:
         # the whole space: a build for every deployment, the rest for the distinct ones
         procs = workers or os.cpu_count() or 1
         sim_s = max(dt / len(sample) - build_s / procs, 0.0)
+        if shares and all(sim_time.values()):
+            # each load point's simulations at the serial run's cost of one, spread over the
+            # processes in the same proportion as this run's whole time
+            serial_sims = sum(statistics.fmean(sim_time[ld]) * shares[ld] for ld in loads)
+            per_sample = sum(sum(v) for v in sim_time.values()) / len(sample)
+            sim_s *= serial_sims / per_sample
+            share = 1.0
         full = len(every) * (build_s / procs + share * sim_s)
         print(
             f"{name:<24} {dt:7.1f} s  {cands / dt:8.1f} candidates/s  {per_dep * len(loads):8.1f} (deployment x load)/s"
@@ -150,7 +183,10 @@ def main() -> None:
             # CPU time is what the load of other programs inflates least: the whole space on
             # n idle cores would take about len(every) x (CPU s per deployment) / n
             per = cpu / len(sample)
-            whole = len(every) * (build_s + share * max(per - build_s, 0.0)) / args.workers
+            sims = max(per - build_s, 0.0)
+            if shares:
+                sims = sum(statistics.fmean(sim_time[ld]) * shares[ld] for ld in loads if sim_time[ld])
+            whole = len(every) * (build_s + (sims if shares else share * sims)) / args.workers
             print(
                 f"{'':<24} CPU {per:.2f} s per deployment ({per / len(loads) * 1e3:.0f} ms per load point) -> "
                 f"10,000 x 8 on {args.workers} idle cores in about {whole / 60:.1f} min"

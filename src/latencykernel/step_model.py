@@ -15,6 +15,13 @@ of measured steps, a roofline, a learned model) as long as it keeps this contrac
 - **ordered**: ``0 <= overlap <= no_overlap``, and ``no_overlap`` is the sum of
   ``per_resource``.
 
+A step model may also offer ``decode_step_times(width, requests, computed_sum, *,
+decode_threshold)``: steps of plain decodes priced from each step's request count and the
+sum of their computed tokens (numpy arrays), each equal to ``step_time`` on any batch of such
+rows, or None where it cannot price from those sums. It is not part of the protocol: the
+serving simulation uses it for runs of decode steps when present (``Kernel`` has it), and
+prices the rows through ``step_times`` otherwise.
+
 This module imports nothing heavy: it is safe to import from anywhere above ``batch``.
 """
 
