@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["Rank", "schedule"]
 
 FAST_MIN = 32  # running requests from which the decode prefix is taken with numpy
+_ALL, _SUM = np.logical_and.reduce, np.add.reduce  # bound once: cheaper to call than the methods
 
 
 class Rank:
@@ -71,28 +72,35 @@ def _decode_prefix(
     tg = sim.target_a[run]
     skip = o >= tg
     dec = (c == p + o - 1) & ~skip & (c + 1 <= mml - 1)
-    bad = np.flatnonzero(~(dec | skip))
-    end = int(bad[0]) if len(bad) else n  # the loop takes over from here
-    di = np.flatnonzero(dec[:end])  # positions of the decodes before it
-    if len(di) > budget:
-        di = di[:budget]
-        end = int(di[-1]) + 1 if budget else 0
-    if len(di) == 0:
-        return end if budget else 0, budget
-    ids_a = run[di]
-    cd = c[di]
+    if n <= budget and _ALL(dec):
+        # the common step: every running request a plain decode within the budget
+        di: np.ndarray | None = None
+        end = n
+        ids_a, cd, od = run, c, o
+    else:
+        bad = np.flatnonzero(~(dec | skip))
+        end = int(bad[0]) if len(bad) else n  # the loop takes over from here
+        di = np.flatnonzero(dec[:end])  # positions of the decodes before it
+        if len(di) > budget:
+            di = di[:budget]
+            end = int(di[-1]) + 1 if budget else 0
+        if len(di) == 0:
+            return end if budget else 0, budget
+        ids_a, cd, od = run[di], c[di], o[di]
     b = sim.blk_a[ids_a]
-    need = np.maximum(-(-(cd + 1) // bs) - b - sim.hitb_a[ids_a], 0)
-    over = np.flatnonzero(np.cumsum(need) > rk.free)
-    if len(over):
-        q = int(over[0])
-        end = int(di[q])  # this decode cannot be served: the loop preempts from it
-        ids_a, cd, b, need = ids_a[:q], cd[:q], b[:q], need[:q]
+    need = -(-(cd + 1) // bs) - b - sim.hitb_a[ids_a]
+    np.maximum(need, 0, out=need)
+    total = int(_SUM(need))
+    if total > rk.free:
+        q = int(np.flatnonzero(np.cumsum(need) > rk.free)[0])
+        end = int(di[q]) if di is not None else q  # this decode cannot be served: the loop preempts from it
+        ids_a, cd, od, b, need = ids_a[:q], cd[:q], od[:q], b[:q], need[:q]
         if not len(ids_a):
             return end, budget
-    rk.free -= int(need.sum())
+        total = int(_SUM(need))
+    rk.free -= total
     sim.comp_a[ids_a] = cd + 1
-    sim.outs_a[ids_a] = o[di[: len(ids_a)]] + 1
+    sim.outs_a[ids_a] = od + 1
     sim.blk_a[ids_a] = b + need
     ids = ids_a.tolist()
     ones = [1] * len(ids)
