@@ -238,3 +238,40 @@ def test_closed_form_adds_the_batch_wait_to_ttft_only() -> None:
     one_off = closed_form_prediction(k, Point("x", dep, 1024, 1024, concurrency=1))
     one_on = closed_form_prediction(k, Point("x", dep, 1024, 1024, concurrency=1, batch_wait_timeout_iters=20))
     assert one_on.ttft.mean == one_off.ttft.mean
+
+
+def test_async_scheduling_adds_one_decided_step_only_when_others_run() -> None:
+    """Guards fix 11: with asynchronous scheduling a new prompt waits one more decode step
+    (the step already decided), never when it runs alone or when the engine schedules
+    synchronously; the closed form's TTFT at 4 clients differs by exactly that step and
+    its TPOT not at all."""
+    import dataclasses
+
+    from latencykernel.validation.predict import closed_form_parts, decided_step_wait_s
+
+    assert decided_step_wait_s(1, 0.02, True) == 0.0
+    assert decided_step_wait_s(4, 0.02, False) == 0.0
+    assert decided_step_wait_s(4, 0.02, True) == 0.02
+
+    k = lk.open(K)
+    lim = k.limits()
+
+    class Sync:
+        def __init__(self, inner: Any) -> None:
+            self._inner = inner
+
+        def limits(self) -> Any:
+            return dataclasses.replace(lim, async_scheduling=False)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._inner, name)
+
+    assert lim.async_scheduling
+    p = Point("x", Deployment(scenario=K), 1024, 256, concurrency=4)
+    on, off = closed_form_prediction(k, p), closed_form_prediction(Sync(k), p)
+    d = closed_form_parts(k, 1024, 256, 4)[0]
+    assert on.ttft.mean is not None and off.ttft.mean is not None
+    assert on.ttft.mean - off.ttft.mean == pytest.approx(d, rel=1e-9)
+    assert on.tpot.mean == off.tpot.mean
+    alone = Point("x", Deployment(scenario=K), 1024, 256, concurrency=1)
+    assert closed_form_prediction(k, alone).ttft.mean == closed_form_prediction(Sync(k), alone).ttft.mean
