@@ -275,3 +275,23 @@ def test_async_scheduling_adds_one_decided_step_only_when_others_run() -> None:
     assert on.tpot.mean == off.tpot.mean
     alone = Point("x", Deployment(scenario=K), 1024, 256, concurrency=1)
     assert closed_form_prediction(k, alone).ttft.mean == closed_form_prediction(Sync(k), alone).ttft.mean
+
+
+def test_a_queued_prompt_is_served_in_its_marginal_plus_its_share_of_the_decodes() -> None:
+    """Guards fix 12: the prompt queue serves each prompt in M plus its share of the step
+    it runs in (the other residents' decodes run first, vLLM Scheduler.schedule): nothing
+    extra alone, base / k when k prompts of isl tokens fit beside the decodes, one base per
+    chunk step when the prompt needs more than one."""
+    from latencykernel.validation.predict import prompt_service_s
+
+    k = lk.open(K)
+    lim = k.limits()
+    room = lim.max_num_batched_tokens - 7
+    base = k.step_time(Batch.decode(7, 1024 + 128)).no_overlap
+    assert prompt_service_s(k, 1024, 256, 1, 0.02) == 0.02
+    fits = room // 1024
+    assert fits >= 2
+    assert prompt_service_s(k, 1024, 256, 8, 0.02) == pytest.approx(0.02 + base / min(fits, 8), rel=1e-9)
+    long_isl = room + 1
+    base_long = k.step_time(Batch.decode(7, long_isl + 128)).no_overlap
+    assert prompt_service_s(k, long_isl, 256, 8, 0.02) == pytest.approx(0.02 + 2 * base_long, rel=1e-9)
