@@ -402,7 +402,7 @@ def _reference_facts(path: Path) -> dict:
 ENGINE_SETS = {
     "sglang": ["cost-model-host-overheads-sglang"],
     "vllm": ["cost-model-host-overheads-vllm"],
-    "trt": ["cost-model-host-overheads-vllm"],
+    "trt": ["cost-model-host-overheads-trt"],
 }
 
 

@@ -295,3 +295,36 @@ def test_a_queued_prompt_is_served_in_its_marginal_plus_its_share_of_the_decodes
     long_isl = room + 1
     base_long = k.step_time(Batch.decode(7, long_isl + 128)).no_overlap
     assert prompt_service_s(k, long_isl, 256, 8, 0.02) == pytest.approx(0.02 + 2 * base_long, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("twin", "engine", "per_request_s", "per_token_s", "set_name"),
+    [
+        ("aisimulate/llama-3.1-70b-instruct-h200-fp8-vllm-tp1.yaml", "vllm", 0.021, 4e-6, "-vllm"),
+        ("aisimulate/llama-3.1-70b-instruct-h200-fp8-trt-tp1.yaml", "trt", 0.029, 0.35e-6, "-trt"),
+    ],
+)
+def test_vllm_and_trt_twins_take_their_fitted_admission_and_nothing_else(
+    twin: str, engine: str, per_request_s: float, per_token_s: float, set_name: str
+) -> None:
+    """Guards the engine-scoped host sets fitted on the InferenceX fit half: a vLLM or
+    TensorRT-LLM twin takes its set's admission (per request and per prompt token) and keeps
+    every step price, limit and per-token host cost of the same inputs on an engine the set
+    is not scoped to, which take the generic set's 40 ms and 0.35 us per token (as the Go
+    guide's deployment, listing only the generic set, does)."""
+    inputs = lk.open_inputs(twin)
+    assert inputs.scenario.engine == engine
+    assert f"cost-model-host-overheads{set_name}" in inputs.scenario.coefficients
+    fitted = lk.new(inputs)
+    inputs.scenario.engine = "sglang"  # the set is listed but scoped to its engine alone
+    generic = lk.new(inputs)
+    for n in (1000, 8000):
+        # admission is held to whole nanoseconds
+        assert fitted.admission_overhead(n) == pytest.approx(per_request_s + per_token_s * n, abs=2e-9)
+        assert generic.admission_overhead(n) == pytest.approx(0.04 + 0.35e-6 * n, abs=2e-9)
+    b = Batch.decode(8, 2048)
+    assert fitted.step_time(b) == generic.step_time(b) and fitted.limits() == generic.limits()
+    assert fitted.output_token_overhead() == generic.output_token_overhead()
+    origin = {o.name: o for o in fitted.provenance()}["host_admission_per_request"]
+    assert origin.set == f"cost-model-host-overheads{set_name}" and origin.scope.endswith(f"engine: {engine}")
+    assert origin.method == "measured"

@@ -56,7 +56,7 @@ ENGINES = {"sglang": "sglang", "vllm": "vllm", "trt": "trt", "trtllm": "trt", "t
 ENGINE_SETS = {
     "sglang": ["cost-model-host-overheads-sglang"],
     "vllm": ["cost-model-host-overheads-vllm"],
-    "trt": ["cost-model-host-overheads-vllm"],
+    "trt": ["cost-model-host-overheads-trt"],
 }
 # The Go kernel guide's worked deployment (docs/divergences.md D11) (blis-kernel-spec §17): restated as the Go kernel
 # reads it, with no engine stated, so its pinned step, memory and evidence figures (110 of
