@@ -399,7 +399,11 @@ def _reference_facts(path: Path) -> dict:
     }
 
 
-ENGINE_SETS = {"sglang": ["cost-model-host-overheads-sglang"]}
+ENGINE_SETS = {
+    "sglang": ["cost-model-host-overheads-sglang"],
+    "vllm": ["cost-model-host-overheads-vllm"],
+    "trt": ["cost-model-host-overheads-trt"],
+}
 
 
 @needs_shared_aisimulate

@@ -238,3 +238,93 @@ def test_closed_form_adds_the_batch_wait_to_ttft_only() -> None:
     one_off = closed_form_prediction(k, Point("x", dep, 1024, 1024, concurrency=1))
     one_on = closed_form_prediction(k, Point("x", dep, 1024, 1024, concurrency=1, batch_wait_timeout_iters=20))
     assert one_on.ttft.mean == one_off.ttft.mean
+
+
+def test_async_scheduling_adds_one_decided_step_only_when_others_run() -> None:
+    """Guards fix 11: with asynchronous scheduling a new prompt waits one more decode step
+    (the step already decided), never when it runs alone or when the engine schedules
+    synchronously; the closed form's TTFT at 4 clients differs by exactly that step and
+    its TPOT not at all."""
+    import dataclasses
+
+    from latencykernel.validation.predict import closed_form_parts, decided_step_wait_s
+
+    assert decided_step_wait_s(1, 0.02, True) == 0.0
+    assert decided_step_wait_s(4, 0.02, False) == 0.0
+    assert decided_step_wait_s(4, 0.02, True) == 0.02
+
+    k = lk.open(K)
+    lim = k.limits()
+
+    class Sync:
+        def __init__(self, inner: Any) -> None:
+            self._inner = inner
+
+        def limits(self) -> Any:
+            return dataclasses.replace(lim, async_scheduling=False)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._inner, name)
+
+    assert lim.async_scheduling
+    p = Point("x", Deployment(scenario=K), 1024, 256, concurrency=4)
+    on, off = closed_form_prediction(k, p), closed_form_prediction(Sync(k), p)
+    d = closed_form_parts(k, 1024, 256, 4)[0]
+    assert on.ttft.mean is not None and off.ttft.mean is not None
+    assert on.ttft.mean - off.ttft.mean == pytest.approx(d, rel=1e-9)
+    assert on.tpot.mean == off.tpot.mean
+    alone = Point("x", Deployment(scenario=K), 1024, 256, concurrency=1)
+    assert closed_form_prediction(k, alone).ttft.mean == closed_form_prediction(Sync(k), alone).ttft.mean
+
+
+def test_a_queued_prompt_is_served_in_its_marginal_plus_its_share_of_the_decodes() -> None:
+    """Guards fix 12: the prompt queue serves each prompt in M plus its share of the step
+    it runs in (the other residents' decodes run first, vLLM Scheduler.schedule): nothing
+    extra alone, base / k when k prompts of isl tokens fit beside the decodes, one base per
+    chunk step when the prompt needs more than one."""
+    from latencykernel.validation.predict import prompt_service_s
+
+    k = lk.open(K)
+    lim = k.limits()
+    room = lim.max_num_batched_tokens - 7
+    base = k.step_time(Batch.decode(7, 1024 + 128)).no_overlap
+    assert prompt_service_s(k, 1024, 256, 1, 0.02) == 0.02
+    fits = room // 1024
+    assert fits >= 2
+    assert prompt_service_s(k, 1024, 256, 8, 0.02) == pytest.approx(0.02 + base / min(fits, 8), rel=1e-9)
+    long_isl = room + 1
+    base_long = k.step_time(Batch.decode(7, long_isl + 128)).no_overlap
+    assert prompt_service_s(k, long_isl, 256, 8, 0.02) == pytest.approx(0.02 + 2 * base_long, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("twin", "engine", "per_request_s", "per_token_s", "set_name"),
+    [
+        ("aisimulate/llama-3.1-70b-instruct-h200-fp8-vllm-tp1.yaml", "vllm", 0.021, 4e-6, "-vllm"),
+        ("aisimulate/llama-3.1-70b-instruct-h200-fp8-trt-tp1.yaml", "trt", 0.029, 0.35e-6, "-trt"),
+    ],
+)
+def test_vllm_and_trt_twins_take_their_fitted_admission_and_nothing_else(
+    twin: str, engine: str, per_request_s: float, per_token_s: float, set_name: str
+) -> None:
+    """Guards the engine-scoped host sets fitted on the InferenceX fit half: a vLLM or
+    TensorRT-LLM twin takes its set's admission (per request and per prompt token) and keeps
+    every step price, limit and per-token host cost of the same inputs on an engine the set
+    is not scoped to, which take the generic set's 40 ms and 0.35 us per token (as the Go
+    guide's deployment, listing only the generic set, does)."""
+    inputs = lk.open_inputs(twin)
+    assert inputs.scenario.engine == engine
+    assert f"cost-model-host-overheads{set_name}" in inputs.scenario.coefficients
+    fitted = lk.new(inputs)
+    inputs.scenario.engine = "sglang"  # the set is listed but scoped to its engine alone
+    generic = lk.new(inputs)
+    for n in (1000, 8000):
+        # admission is held to whole nanoseconds
+        assert fitted.admission_overhead(n) == pytest.approx(per_request_s + per_token_s * n, abs=2e-9)
+        assert generic.admission_overhead(n) == pytest.approx(0.04 + 0.35e-6 * n, abs=2e-9)
+    b = Batch.decode(8, 2048)
+    assert fitted.step_time(b) == generic.step_time(b) and fitted.limits() == generic.limits()
+    assert fitted.output_token_overhead() == generic.output_token_overhead()
+    origin = {o.name: o for o in fitted.provenance()}["host_admission_per_request"]
+    assert origin.set == f"cost-model-host-overheads{set_name}" and origin.scope.endswith(f"engine: {engine}")
+    assert origin.method == "measured"

@@ -53,7 +53,11 @@ PARALLEL_ORDER = ["tp", "pp", "dp", "enable_expert_parallel"]
 # The corpus's engine label -> the scenario's `engine` value and the engine-specific sets
 # listed after the generic ones (their entries are scoped to that engine in the registry).
 ENGINES = {"sglang": "sglang", "vllm": "vllm", "trt": "trt", "trtllm": "trt", "tensorrt-llm": "trt"}
-ENGINE_SETS = {"sglang": ["cost-model-host-overheads-sglang"]}
+ENGINE_SETS = {
+    "sglang": ["cost-model-host-overheads-sglang"],
+    "vllm": ["cost-model-host-overheads-vllm"],
+    "trt": ["cost-model-host-overheads-trt"],
+}
 # The Go kernel guide's worked deployment (docs/divergences.md D11) (blis-kernel-spec §17): restated as the Go kernel
 # reads it, with no engine stated, so its pinned step, memory and evidence figures (110 of
 # 149 values) are the guide's; it is priced as vLLM, admission included.
