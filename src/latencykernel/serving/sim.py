@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import heapq
 import math
-from array import array
 from collections.abc import Callable
 from typing import Any
 
@@ -43,67 +42,13 @@ from latencykernel.serving import runs
 from latencykernel.serving.config import EngineConfig
 from latencykernel.serving.run_price import bad_time
 from latencykernel.serving.scheduler import Rank, schedule
+from latencykernel.serving.state import Engine, Plan, Pool, floats_column, ints_column, view
 from latencykernel.serving.workload import Requests
-from latencykernel.step_model import StepModel
 
-__all__ = ["Simulation", "Pool"]
+__all__ = ["Engine", "Pool", "Simulation"]
 
 INF = math.inf
 FAST_OUTPUTS = 32  # plans from this size have their outputs taken with numpy
-Plan = list[tuple[int, int, int, int, bool]]
-
-
-def _column(typecode: str, values: np.ndarray | None, n: int) -> array[Any]:
-    """A column of ``array`` type ``typecode`` ("q" int64, "d" float64): ``values``, or ``n`` zeros."""
-    a: array[Any] = array(typecode)
-    if values is None:
-        a.frombytes(bytes(8 * n))
-    else:
-        a.frombytes(np.ascontiguousarray(values, dtype=np.int64 if typecode == "q" else np.float64).tobytes())
-    return a
-
-
-def _ints(values: np.ndarray | None, n: int = 0) -> array[int]:
-    return _column("q", values, n)
-
-
-def _floats(values: np.ndarray | None, n: int = 0) -> array[float]:
-    return _column("d", values, n)
-
-
-def _view(a: array[Any]) -> np.ndarray:
-    """A numpy array over ``a``'s memory (writes through; ``a`` must never be resized)."""
-    return np.frombuffer(a, dtype=np.int64 if a.typecode == "q" else np.float64)
-
-
-class Pool:
-    """Engines of one role sharing a step model: ``engines`` lists, per engine, its ranks."""
-
-    def __init__(self, name: str, model: StepModel, cfg: EngineConfig, engines: int, ranks_per_engine: int) -> None:
-        self.name = name
-        self.model = model
-        self.cfg = cfg
-        self.engines = engines
-        self.ranks_per_engine = ranks_per_engine
-
-
-class Engine:
-    __slots__ = ("index", "pool", "ranks", "t", "pending", "busy_s", "model", "cfg", "empty", "usable", "aggregate")
-
-    def __init__(self, index: int, pool: int, ranks: list[Rank], model: StepModel, cfg: EngineConfig) -> None:
-        self.index = index
-        self.pool = pool
-        self.ranks = ranks
-        self.t = INF  # when it next launches a step (INF: idle)
-        self.pending: list[Plan] | None = None  # async scheduling: the plan decided for the next step
-        self.busy_s = 0.0
-        self.model = model
-        self.cfg = cfg
-        self.empty: tuple[float, Any] | None = None  # (time, bottleneck) of an empty step, once priced
-        self.usable = sum(rk.usable for rk in ranks)  # KV blocks the ranks hold in all (fixed)
-        # the step model's decode_step_times (run_price): None until asked, False when it
-        # has none or none for this engine's steps
-        self.aggregate: Any = None
 
 
 class Simulation:
@@ -128,29 +73,28 @@ class Simulation:
         # (Python-int access as fast as a list's for the scheduler's request-by-request loop)
         # with a numpy view over the same memory (``*_a``) for the steps and runs that touch
         # many requests at once. The columns are never resized, so the views stay valid.
-        self.prompt = _ints(reqs.prompt)
-        self.osl = _ints(reqs.output)
-        self.hit = _ints(reqs.cached)
-        self.send_at = _floats(reqs.arrival_s)
+        self.prompt = ints_column(reqs.prompt)
+        self.osl = ints_column(reqs.output)
+        self.hit = ints_column(reqs.cached)
+        self.send_at = floats_column(reqs.arrival_s)
         self.max_in_flight = reqs.max_in_flight
         self.disagg = len(pools) == 2
         # per stage target: on a prefill pool a request samples one token (max_tokens=1)
-        self.target = _ints(np.ones(n, dtype=np.int64) if self.disagg else reqs.output)
-        self.comp = _ints(None, n)
-        self.outs = _ints(None, n)
-        self.oute = _ints(None, n)  # output tokens the client has seen
-        self.blk = _ints(None, n)  # KV blocks a request holds itself
-        self.hitb = _ints(None, n)  # prefix-cache blocks it shares (in its block table, charged once per rank)
-        self.ext = _ints(None, n)
-        self.nspec = _ints(None, n)
-        self.stage = _ints(None, n)
-        self.first_sched = _floats(np.full(n, -1.0))
-        self.sent = _floats(None, n)
-        self.first_client = _floats(None, n)
-        self.done_client = _floats(None, n)
-        self.last_emit = _floats(None, n)
-        self.preempted = _ints(None, n)
-        view = _view
+        self.target = ints_column(np.ones(n, dtype=np.int64) if self.disagg else reqs.output)
+        self.comp = ints_column(None, n)
+        self.outs = ints_column(None, n)
+        self.oute = ints_column(None, n)  # output tokens the client has seen
+        self.blk = ints_column(None, n)  # KV blocks a request holds itself
+        self.hitb = ints_column(None, n)  # prefix-cache blocks it shares (in its block table, charged once per rank)
+        self.ext = ints_column(None, n)
+        self.nspec = ints_column(None, n)
+        self.stage = ints_column(None, n)
+        self.first_sched = floats_column(np.full(n, -1.0))
+        self.sent = floats_column(None, n)
+        self.first_client = floats_column(None, n)
+        self.done_client = floats_column(None, n)
+        self.last_emit = floats_column(None, n)
+        self.preempted = ints_column(None, n)
         self.prompt_a, self.target_a, self.comp_a = view(self.prompt), view(self.target), view(self.comp)
         self.outs_a, self.oute_a, self.blk_a = view(self.outs), view(self.oute), view(self.blk)
         self.hitb_a = view(self.hitb)
