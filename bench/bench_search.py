@@ -142,6 +142,15 @@ def main() -> None:
         finally:
             sim_time[load].append(time.perf_counter() - t)
 
+    def space_share() -> float:
+        """The space's simulation time per deployment over the sample's: the distinct-engine
+        share, or with --distinct each load point's share at the serial run's cost of one
+        simulation there."""
+        if not (shares and all(sim_time.values())):
+            return share
+        per_sample = sum(sum(v) for v in sim_time.values()) / len(sample)
+        return sum(statistics.fmean(sim_time[ld]) * shares[ld] for ld in loads) / per_sample
+
     runs = [("serial (1 process)", "serial", 1)]
     runs.append((f"local ({args.workers} processes)", "local", args.workers))
     if not args.no_ray:
@@ -167,14 +176,7 @@ def main() -> None:
         # the whole space: a build for every deployment, the rest for the distinct ones
         procs = workers or os.cpu_count() or 1
         sim_s = max(dt / len(sample) - build_s / procs, 0.0)
-        if shares and all(sim_time.values()):
-            # each load point's simulations at the serial run's cost of one, spread over the
-            # processes in the same proportion as this run's whole time
-            serial_sims = sum(statistics.fmean(sim_time[ld]) * shares[ld] for ld in loads)
-            per_sample = sum(sum(v) for v in sim_time.values()) / len(sample)
-            sim_s *= serial_sims / per_sample
-            share = 1.0
-        full = len(every) * (build_s / procs + share * sim_s)
+        full = len(every) * (build_s / procs + space_share() * sim_s)
         print(
             f"{name:<24} {dt:7.1f} s  {cands / dt:8.1f} candidates/s  {per_dep * len(loads):8.1f} (deployment x load)/s"
             f"  -> 10,000 x 8 in {full / 60:6.1f} min"
@@ -183,10 +185,7 @@ def main() -> None:
             # CPU time is what the load of other programs inflates least: the whole space on
             # n idle cores would take about len(every) x (CPU s per deployment) / n
             per = cpu / len(sample)
-            sims = max(per - build_s, 0.0)
-            if shares:
-                sims = sum(statistics.fmean(sim_time[ld]) * shares[ld] for ld in loads if sim_time[ld])
-            whole = len(every) * (build_s + (sims if shares else share * sims)) / args.workers
+            whole = len(every) * (build_s + space_share() * max(per - build_s, 0.0)) / args.workers
             print(
                 f"{'':<24} CPU {per:.2f} s per deployment ({per / len(loads) * 1e3:.0f} ms per load point) -> "
                 f"10,000 x 8 on {args.workers} idle cores in about {whole / 60:.1f} min"

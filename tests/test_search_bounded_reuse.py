@@ -54,7 +54,7 @@ def test_rows_shared_where_no_limit_is_reached_equal_simulating_each(monkeypatch
 
 def test_kv_cache_that_runs_short_is_not_shared(monkeypatch: pytest.MonkeyPatch) -> None:
     """Guards sharing across KV block counts when the cache runs short: with long outputs at
-    96 clients (each request needs up to 69 blocks, the cache about 7,300), two budgets
+    128 clients (each request needs up to 69 blocks, the cache about 7,300), two budgets
     that are both above every step but give different block counts must simulate apart,
     and their rows equal simulating each."""
     space = {"hardware": ["h100"], "tp": [1], "max_num_batched_tokens": [12288, 16384]}

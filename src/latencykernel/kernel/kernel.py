@@ -251,7 +251,8 @@ class Kernel(KernelMemory):
         transform) or ``width`` is above ``decode_threshold``: then price the rows. An
         optional capability beyond the ``StepModel`` protocol (``serving`` uses it when a
         step model has it). Checked as ``step_times``' columns: whole counts, ``requests``
-        at most ``MAX_REQUESTS``, ``computed_sum`` at most ``requests`` x ``MAX_TOKENS``."""
+        at most ``MAX_REQUESTS``, a step's tokens (``requests`` x ``width``) at most
+        ``MAX_TOKENS``, ``computed_sum`` at most ``requests`` x ``MAX_TOKENS``."""
         import numpy as np
 
         from latencykernel.kernel.arrays import token_array
@@ -266,6 +267,12 @@ class Kernel(KernelMemory):
         s = token_array("computed_sum", computed_sum, 1 << 62)
         if len(s) != len(n):
             raise LatencyKernelError(f"computed_sum has {len(s)} entries and requests has {len(n)}; they must be equal")
+        big = n > MAX_TOKENS // w  # a step of more than MAX_TOKENS tokens (requests x width): no engine runs one
+        if len(n) and bool(big.any()):
+            j = int(np.flatnonzero(big)[0])
+            raise LatencyKernelError(
+                f"requests[{j}] = {int(n[j])} decodes of width {w} schedule more than {MAX_TOKENS:,} tokens in one step"
+            )
         over = -(-s // MAX_TOKENS) > n  # s > n x MAX_TOKENS, without the product's overflow
         if len(n) and bool(over.any()):
             j = int(np.flatnonzero(over)[0])

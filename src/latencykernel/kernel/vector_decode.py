@@ -19,7 +19,7 @@ import numpy as np
 from latencykernel.batch import RESOURCES
 from latencykernel.kernel.fast import FastPlan
 from latencykernel.kernel.vector import StepTimes, price_steps
-from latencykernel.kernel.vector_layout import _BLOCK_STEPS, _Results, _same, bottlenecks
+from latencykernel.kernel.vector_layout import _BLOCK_STEPS, _Results, _same, bottlenecks, no_steps
 
 __all__ = ["decode_step_times"]
 
@@ -37,8 +37,7 @@ def decode_step_times(
         return None
     nsteps = len(nreq)
     if nsteps == 0:
-        z = np.zeros(0)
-        return StepTimes(z, z.copy(), np.zeros(0, dtype=object), {r: z.copy() for r in RESOURCES})
+        return no_steps()
     res = _Results(nsteps)
     for k0 in range(0, nsteps, _BLOCK_STEPS):
         k1 = min(k0 + _BLOCK_STEPS, nsteps)

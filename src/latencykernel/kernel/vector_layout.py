@@ -32,7 +32,7 @@ from latencykernel.kernel.arrays import Columns, token_array
 from latencykernel.kernel.fast import FastPlan
 from latencykernel.kernel.vector import MAX_EMPTY_STEPS, StepTimes, price_steps
 
-__all__ = ["step_times", "bottlenecks"]
+__all__ = ["step_times", "bottlenecks", "no_steps"]
 
 _NS = 1e-9
 _EXACT_NS = float(2**53)
@@ -77,8 +77,7 @@ def step_times(
     th = decode_threshold
     budget = sm_budget
     if n == 0:
-        z = np.zeros(0)
-        return StepTimes(z, z.copy(), np.zeros(0, dtype=object), {r: z.copy() for r in RESOURCES})
+        return no_steps()
     if st[0] < 0:
         refuse(f"step must count from 0; step[0] is {int(st[0])}")
 
@@ -114,6 +113,12 @@ def step_times(
             for r in RESOURCES:
                 per[r][i] = e.per_resource.get(r, 0.0)
     return StepTimes(overlap, no_overlap, bottleneck, per)
+
+
+def no_steps() -> StepTimes:
+    """The answer for no steps at all: empty arrays, each its own."""
+    z = np.zeros(0)
+    return StepTimes(z, z.copy(), np.zeros(0, dtype=object), {r: z.copy() for r in RESOURCES})
 
 
 def bottlenecks(best: np.ndarray, runs: list[tuple[int, int, int]]) -> np.ndarray:

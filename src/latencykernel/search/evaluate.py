@@ -385,7 +385,7 @@ class _Bounds:
         """``notes`` (a simulation's assumptions, as ``run_assumptions`` gives them) with the
         bounded settings' notes this kernel's own."""
         mine = {n[0]: tuple(str(x) for x in n) for n in self.notes}
-        return tuple(mine.get(n[0], n) if n and n[0] in _BOUNDED else n for n in notes)
+        return tuple(mine.get(n[0], n) if n else n for n in notes)
 
 
 def run_assumptions(result: Any) -> tuple[tuple[str, ...], ...]:

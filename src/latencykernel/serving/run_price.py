@@ -70,7 +70,7 @@ def price_run(eng: Engine, r: RunColumns, m: int, k: int) -> tuple[np.ndarray, n
             keys.append((lo, hi))
         which.append(i)
     q = len(keys)
-    if q * m > SHORT_RUN and eng.aggregate is not False:
+    if q * m > SHORT_RUN and eng.aggregate is not None:
         got = _price_aggregates(eng, r, keys, fm, m, k)
         if got is not None:
             dd, bb = got
@@ -98,16 +98,11 @@ def _price_aggregates(
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """``price_run`` through the step model's ``decode_step_times`` (an optional capability:
     plain decodes priced from each step's request count and context sum, equal to the rows'
-    price), or None when it has none for this engine (then the rows are priced). Request i
-    computes c0_i + j tokens before step j while it is in the batch (through step f_i; with
-    drafts, the contexts of ``r.spec``)."""
+    price), or None when it answers that it has no such form for this engine (then the rows
+    are priced, now and for the rest of the run). Request i computes c0_i + j tokens before
+    step j while it is in the batch (through step f_i; with drafts, the contexts of
+    ``r.spec``)."""
     cfg = eng.cfg
-    fn = eng.aggregate
-    if fn is None:
-        fn = getattr(eng.model, "decode_step_times", None)
-        if fn is None:
-            eng.aggregate = False
-            return None
     counts, sums = [], []
     js = np.arange(m, dtype=np.int64)
     for lo, hi in keys:
@@ -127,20 +122,16 @@ def _price_aggregates(
             assert r.spec is not None
             counts.append(np.full(m, hi - lo, dtype=np.int64))
             sums.append(r.spec[2][lo:hi, :m].sum(axis=0))
-    st = fn(
+    st = eng.aggregate(
         1 + k,
         counts[0] if len(keys) == 1 else np.concatenate(counts),
         sums[0] if len(keys) == 1 else np.concatenate(sums),
         decode_threshold=cfg.decode_threshold,
     )
     if st is None:
-        eng.aggregate = False  # fixed for the engine: its plan reads more than the sums
+        eng.aggregate = None  # fixed for the engine: its price reads more than the sums
         return None
-    eng.aggregate = fn
-    dd = np.asarray(st.overlap if cfg.overlap else st.no_overlap, dtype=np.float64)
-    if not (np.isfinite(dd).all() and dd.min() >= 0.0):
-        bad = dd[~(np.isfinite(dd) & (dd >= 0.0))][0]
-        raise bad_time(f"decode_step_times over a run of {m} decode steps", float(bad))
+    dd = _checked(st.overlap if cfg.overlap else st.no_overlap, f"decode_step_times over a run of {m} decode steps")
     q = len(keys)
     return dd.reshape(q, m), np.asarray(st.bottleneck).reshape(q, m)
 
@@ -189,10 +180,15 @@ def _price_cols(
             dd = np.concatenate((dd, np.full(pad, e.overlap if cfg.overlap else e.no_overlap)))
             bb = np.concatenate((bb, np.full(pad, e.bottleneck, dtype=object)))
         dd, bb = dd.reshape(q, m), bb.reshape(q, m)
+    return _checked(dd, f"step_times over a run of {m} decode steps"), bb
+
+
+def _checked(times: np.ndarray, source: str) -> np.ndarray:
+    """``times`` as float seconds, refused (``bad_time``) where one is negative, NaN or infinite."""
+    dd = np.asarray(times, dtype=np.float64)
     if not (np.isfinite(dd).all() and dd.min() >= 0.0):
-        bad = dd[~(np.isfinite(dd) & (dd >= 0.0))][0]
-        raise bad_time(f"step_times over a run of {m} decode steps", float(bad))
-    return dd, bb
+        raise bad_time(source, float(dd[~(np.isfinite(dd) & (dd >= 0.0))][0]))
+    return dd
 
 
 _LAYOUTS: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}

@@ -67,6 +67,6 @@ class Engine:
         self.cfg = cfg
         self.empty: tuple[float, Any] | None = None  # (time, bottleneck) of an empty step, once priced
         self.usable = sum(rk.usable for rk in ranks)  # KV blocks the ranks hold in all (fixed)
-        # the step model's decode_step_times (run_price): None until asked, False when it
-        # has none or none for this engine's steps
-        self.aggregate: Any = None
+        # the step model's optional decode_step_times (run_price), None without one or once
+        # it has answered that it cannot price this engine's decode steps from their sums
+        self.aggregate: Any = getattr(model, "decode_step_times", None)
