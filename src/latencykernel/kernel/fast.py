@@ -327,6 +327,68 @@ class FastPlan:
                     return None
                 pre = [(s, c) for s, c in zip(S, C) if s > th]
         sumc = sum(C)
+        return self._priced(n, T, uniform, pre, sumc, S, C, th, sm_budget)
+
+    def price_aggregate(
+        self, n_dec: int, width: int, sumc_dec: int, S: list[int], C: list[int], th: int, sm_budget: int
+    ) -> tuple[float, ...] | None:
+        """``price`` of a batch of ``n_dec`` decodes of ``width`` tokens whose computed tokens
+        sum to ``sumc_dec``, beside the rows ``S``/``C`` (scheduled, computed: a step's
+        prefill chunks, in batch order): what ``price`` gives the whole batch, bit for bit,
+        since outside the per-request decode-read laws every term reads the decodes only
+        through their count and sums. None where such a law is on (``specs``), ``width`` is
+        not a decode (1 <= width <= th), or ``price`` would hand the batch back."""
+        if self.specs or not 1 <= width <= th:
+            return None
+        n = n_dec + len(S)
+        if n == 0:
+            return (0.0, 0.0, 0.0, 0.0, self.empty_host[0], 0.0)
+        w = self.width
+        uniform = (n_dec == 0 or width == w) and S.count(w) == len(S)
+        pre = None
+        if uniform and w <= th:
+            T = w * n
+        else:
+            T = width * n_dec + sum(S)
+            if T == 0:
+                return (0.0, 0.0, 0.0, 0.0, self.empty_host[1], 0.0)
+            if S and max(S) > th:  # the decodes are not above th
+                if self.pcp_prefill_fallback or self.dcp_prefill_fallback:
+                    return None
+                pre = [(s, c) for s, c in zip(S, C) if s > th]
+        return self._priced(n, T, uniform, pre, sumc_dec + sum(C), S, C, th, sm_budget)
+
+    def _priced(
+        self,
+        n: int,
+        T: int,
+        uniform: bool,
+        pre: list[tuple[int, int]] | None,
+        sumc: int,
+        S: Sequence[int],
+        C: Sequence[int],
+        th: int,
+        sm_budget: int,
+    ) -> tuple[float, ...]:
+        """``price`` from the batch's shape: ``n`` requests, ``T`` tokens, whether every
+        request schedules the plan's width, the prefill rows ``pre``, the computed sum;
+        ``S``/``C`` are read only by per-request decode-read laws and the count of requests
+        with no context (rows not among them are decodes of the plan's width)."""
+        (
+            w,
+            capture,
+            host_uniform,
+            host_other,
+            host_eager,
+            specs,
+            windows,
+            smc,
+            m_half,
+            inv_pe,
+            funnel,
+            fallback,
+            needs_ndecode,
+        ) = self.hot
         causal = 0.0
         wins: dict[int, float] = {}
         if pre:
@@ -437,7 +499,7 @@ class FastPlan:
                     rows = dec_tokens
                 else:
                     if any_ctx is None:
-                        any_ctx = any(C)
+                        any_ctx = sumc > 0  # any(C): the counts are not negative
                     rows = T if any_ctx else 0
                 if rows > 0:
                     for floor2, ipk, itr, mult, to_nic in charges:
@@ -488,40 +550,55 @@ class FastPlan:
         r = self.price(S, C, th, sm_budget)
         if r is None:
             return None
-        sm, hbm, nv, nic, host, ov = r
-        a = int(sm * 1e9)
-        b = int(hbm * 1e9)
-        c = int(nv * 1e9)
-        d = int(nic * 1e9)
-        h = int(host * 1e9)
-        no = a + b + c + d + h
-        best, top = _SM, a
-        if b > top:
-            best, top = _HBM, b
-        if c > top:
-            best, top = _NVLINK, c
-        if d > top:
-            best, top = _NIC, d
-        if h > top:
-            best = _HOST
-        o = int(ov * 1e9) + h
-        if o > no:
-            o = no
-        if per is None:
-            per = {}
-        else:
-            per.clear()
-        if a:
-            per[_SM] = a * _NS
-        if b:
-            per[_HBM] = b * _NS
-        if c:
-            per[_NVLINK] = c * _NS
-        if d:
-            per[_NIC] = d * _NS
-        if h:
-            per[_HOST] = h * _NS
-        return _tuple_new(StepEstimate, (o * _NS, no * _NS, best, per))  # StepEstimate(...), without its __new__
+        return _estimate_of(r, per)
+
+    def estimate_aggregate(
+        self, n_dec: int, width: int, sumc_dec: int, S: list[int], C: list[int], th: int, sm_budget: int
+    ) -> StepEstimate | None:
+        """``estimate`` from ``price_aggregate``'s numbers (the same bits as ``estimate`` on the rows)."""
+        r = self.price_aggregate(n_dec, width, sumc_dec, S, C, th, sm_budget)
+        if r is None:
+            return None
+        return _estimate_of(r, None)
+
+
+def _estimate_of(r: tuple[float, ...], per: dict | None) -> StepEstimate:
+    """A ``StepEstimate`` from ``price``'s seconds, with the reference's integer-nanosecond
+    edges (``Kernel._estimate``), inlined."""
+    sm, hbm, nv, nic, host, ov = r
+    a = int(sm * 1e9)
+    b = int(hbm * 1e9)
+    c = int(nv * 1e9)
+    d = int(nic * 1e9)
+    h = int(host * 1e9)
+    no = a + b + c + d + h
+    best, top = _SM, a
+    if b > top:
+        best, top = _HBM, b
+    if c > top:
+        best, top = _NVLINK, c
+    if d > top:
+        best, top = _NIC, d
+    if h > top:
+        best = _HOST
+    o = int(ov * 1e9) + h
+    if o > no:
+        o = no
+    if per is None:
+        per = {}
+    else:
+        per.clear()
+    if a:
+        per[_SM] = a * _NS
+    if b:
+        per[_HBM] = b * _NS
+    if c:
+        per[_NVLINK] = c * _NS
+    if d:
+        per[_NIC] = d * _NS
+    if h:
+        per[_HOST] = h * _NS
+    return _tuple_new(StepEstimate, (o * _NS, no * _NS, best, per))  # StepEstimate(...), without its __new__
 
 
 def _zero_requests(S: Sequence[int], C: Sequence[int]) -> int:

@@ -282,6 +282,48 @@ class Kernel(KernelMemory):
             )
         return decode_step_times(self._fast, w, n, s, th, budget)
 
+    def aggregate_step_time(
+        self,
+        decodes: int,
+        width: int,
+        computed_sum: int,
+        rows: Batch | None = None,
+        *,
+        decode_threshold: int,
+    ) -> StepEstimate | None:
+        """``step_time`` of a step of ``decodes`` decodes of ``width`` tokens each whose
+        computed tokens sum to ``computed_sum``, beside the requests of ``rows`` (a step's
+        prefill chunks; None: none), for a simulator that keeps decodes as sums: equal to
+        ``step_time`` on the whole batch bit for bit, with no row per decode. None where this
+        deployment's price reads more of each decode than the sum (a per-request read
+        transform), ``width`` is not a decode (1 <= width <= ``decode_threshold``), or the
+        batch takes the reference path; then price the rows. ``rows.decode_threshold`` is
+        not read, and ``sm_budget`` is 0. An optional capability beyond the ``StepModel``
+        protocol (``serving`` uses it when a step model has it); the counts are checked as a
+        ``Batch``'s (whole, not negative, a step at most ``MAX_TOKENS`` tokens)."""
+        if not (
+            type(decodes) is int
+            and type(width) is int
+            and type(computed_sum) is int
+            and type(decode_threshold) is int
+            and 0 <= decodes <= MAX_REQUESTS
+            and 0 < width <= MAX_TOKENS
+            and 0 <= decode_threshold
+            and decodes * width <= MAX_TOKENS
+            and 0 <= computed_sum <= decodes * MAX_TOKENS
+        ):
+            decodes, width, computed_sum, decode_threshold = _aggregate_counts(
+                decodes, width, computed_sum, decode_threshold
+            )
+        fast = self._fast
+        if fast is None:
+            return None
+        if rows is None:
+            return fast.estimate_aggregate(decodes, width, computed_sum, [], [], decode_threshold, 0)
+        if not isinstance(rows, Batch):
+            raise LatencyKernelError(f"rows must be a Batch or None, got {type(rows).__name__}")
+        return fast.estimate_aggregate(decodes, width, computed_sum, rows.scheduled, rows.computed, decode_threshold, 0)
+
     def check(self, batch: Batch) -> None:
         """Refuse (``RefusedError`` naming the limit and the value) a batch no engine under
         this deployment's ``limits()`` would run: more requests than max_num_seqs, more
@@ -470,3 +512,20 @@ class Kernel(KernelMemory):
 
 # Kernel keeps the StepModel contract: mypy checks this assignment structurally.
 _STEP_MODEL: type[StepModel] = Kernel
+
+
+def _aggregate_counts(decodes: Any, width: Any, computed_sum: Any, decode_threshold: Any) -> tuple[int, int, int, int]:
+    """``aggregate_step_time``'s counts as whole numbers, or its error naming the argument."""
+    n = whole_count("decodes", decodes, MAX_REQUESTS)
+    w = whole_count("width", width, MAX_TOKENS)
+    th = whole_count("decode_threshold", decode_threshold)
+    if w < 1:
+        raise LatencyKernelError("width must be at least 1 (the tokens each decode schedules), got 0")
+    if n * w > MAX_TOKENS:
+        raise LatencyKernelError(f"decodes = {n} of width {w} schedule more than {MAX_TOKENS:,} tokens in one step")
+    s = whole_count("computed_sum", computed_sum, 1 << 62)
+    if s > n * MAX_TOKENS:
+        raise LatencyKernelError(
+            f"computed_sum is {s}, more than decodes = {n} requests of at most {MAX_TOKENS:,} tokens each hold"
+        )
+    return n, w, s, th
