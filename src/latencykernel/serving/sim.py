@@ -38,7 +38,7 @@ import numpy as np
 
 from latencykernel.batch import Batch
 from latencykernel.errors import LatencyKernelError
-from latencykernel.serving import runs
+from latencykernel.serving import runs, stream
 from latencykernel.serving.config import EngineConfig
 from latencykernel.serving.run_price import bad_time
 from latencykernel.serving.scheduler import Rank, schedule
@@ -149,6 +149,7 @@ class Simulation:
         self.next_to_send = 0
         self.last_token_t = 0.0
         self.backlog_at: list[tuple[float, int]] = []
+        self.streams = all(stream.applies(self, e) for e in self.engines)  # stream.py may take steps
 
     # ------------------------------------------------------------------ clients
     def _send(self, r: int, t: float) -> None:
@@ -275,19 +276,30 @@ class Simulation:
             for e in engines:
                 if e is not eng and e.t < others:
                     others = e.t
-            # a client event only sends: the earliest arrival it can cause reaches the engines
-            # one admission overhead later (sends go in request order)
-            if ts < INF and self.next_to_send < self.n:
-                ts += self._next_admission_s()
-            else:
-                ts = INF
             before = self.completed
-            self._act(eng, min(ta, ts, others), others)
+            self._act(eng, min(ta, self._send_bound(ts), others), others)
             if self.progress is not None and self.completed // tick != before // tick:
                 self.progress(self.completed, total)
 
+    def _send_bound(self, ts: float) -> float:
+        """The earliest arrival a client event at ``ts`` can cause: it only sends, and a sent
+        request reaches the engines one admission overhead later (sends go in request order)."""
+        if ts < INF and self.next_to_send < self.n:
+            return ts + self._next_admission_s()
+        return INF
+
     def _act(self, eng: Engine, bound: float, others: float = INF) -> None:
-        """Engine ``eng`` launches its next step (or run of steps) at ``eng.t``."""
+        """Engine ``eng`` launches its next step (or run of steps) at ``eng.t``: through the
+        stream while it applies (``stream.py``), then as one step or a vectorised run."""
+        if eng.step1 is not None and self.streams:
+            t0 = eng.t
+            stream.stream(self, eng)
+            if self.completed >= self.n:
+                return
+            if eng.t != t0:
+                # the stream routed every event due by eng.t: the bounds from here
+                ta = self.arrivals[0][0] if self.arrivals else INF
+                bound = min(ta, self._send_bound(self._next_client_time()), others)
         t = eng.t
         self.now = t
         cfg = eng.cfg

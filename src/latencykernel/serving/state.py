@@ -54,7 +54,20 @@ class Pool:
 
 
 class Engine:
-    __slots__ = ("index", "pool", "ranks", "t", "pending", "busy_s", "model", "cfg", "empty", "usable", "aggregate")
+    __slots__ = (
+        "index",
+        "pool",
+        "ranks",
+        "t",
+        "pending",
+        "busy_s",
+        "model",
+        "cfg",
+        "empty",
+        "usable",
+        "aggregate",
+        "step1",
+    )
 
     def __init__(self, index: int, pool: int, ranks: list[Rank], model: StepModel, cfg: EngineConfig) -> None:
         self.index = index
@@ -70,3 +83,6 @@ class Engine:
         # the step model's optional decode_step_times (run_price), None without one or once
         # it has answered that it cannot price this engine's decode steps from their sums
         self.aggregate: Any = getattr(model, "decode_step_times", None)
+        # its optional aggregate_step_time (stream.py), None without one or once it has
+        # answered that it cannot price this engine's steps from sums
+        self.step1: Any = getattr(model, "aggregate_step_time", None)

@@ -1,0 +1,449 @@
+"""The stream: an engine's steps taken one at a time, its decodes kept as sums.
+
+Under an open loop's arrivals the batch changes every few steps (a prompt joins, a request
+leaves), too often for the vectorised runs of ``runs.py`` to pay for themselves. Most of
+those steps are still plain decodes and at most a whole new prompt or two. In a step like
+that, a decode's state is known from two numbers fixed when it joins the batch: request r
+has computed ``a_r + D`` tokens before decision D, and decision ``L_r`` schedules its last
+token. Its next KV block falls due whenever ``a_r + D`` is a multiple of the block size. So
+a step needs only the decodes' count and context sum (``n``, ``A + n·D``) and the block
+count due at ``D mod block_size``; it is priced from those numbers by the step model's
+``aggregate_step_time`` (optional beyond the StepModel protocol: the same bits as
+``step_time`` on the rows). A step then costs O(1) work in the number of requests. Events
+cost O(1) each too: an admission, a request's last token, a client's send, an arrival
+routed.
+
+Each rule is the scheduler's (``scheduler.schedule``), taken in the same order, at the same
+moments as the step-by-step loop of ``sim.py``. The stream routes every client event and
+arrival due by a decision before taking it, as the main loop does, and in async scheduling
+it decides step D + 1 at step D's launch, before step D's outputs. The result is the
+step-by-step loop's exactly (tests/test_serving_stream.py).
+
+Where it applies: one engine of one rank (no data parallelism), no drafts, not a
+disaggregated pool, skip-ahead on, and a step model with ``aggregate_step_time``. It is
+entered at a step's launch when every running request is a plain decode that emitted at the
+previous step and whose KV blocks are exactly what its tokens fill (the allocator leaves
+them so). It stops, writing the request columns back, before the first decision it cannot
+take as a sum:
+
+- a decode the free pool cannot serve (the scheduler preempts there);
+- an admission that is not a whole fresh prompt (a chunk, a prefix-cache hit, a re-admission
+  after preemption, transferred KV);
+- more decodes than the token budget;
+- a step the step model has no aggregate price for;
+- a request whose context would reach ``max_model_len``;
+- an empty decision (the engine drains);
+- nobody waiting and no arrival within ``LONG`` steps. Then a vectorised run (``runs.py``)
+  costs less.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from latencykernel.batch import Batch
+from latencykernel.serving.run_price import bad_time
+
+if TYPE_CHECKING:
+    from latencykernel.serving.sim import Engine, Simulation
+    from latencykernel.serving.state import Plan
+
+__all__ = ["applies", "stream", "LONG"]
+
+INF = math.inf
+LONG = 48  # steps to the next arrival from which a vectorised run takes over
+
+
+def applies(sim: Simulation, eng: Engine) -> bool:
+    """Whether the stream may take ``eng``'s steps at all (fixed for a simulation)."""
+    cfg = eng.cfg
+    return (
+        cfg.skip_ahead
+        and eng.step1 is not None
+        and len(sim.engines) == 1
+        and len(eng.ranks) == 1
+        and cfg.num_speculative_tokens == 0
+        and cfg.lookahead == 0
+        and not sim.disagg
+    )
+
+
+class _Lazy:
+    """The decodes as sums. Members are the running requests in their decode phase: ``a[r]``
+    (computed tokens before decision D are a[r] + D), ``last[L]`` (the members whose last
+    token decision L schedules), ``first[r]`` (the first decision that schedules it as a
+    decode). ``n``, ``A`` and ``due`` (members by the residue D mod block size at which a
+    block falls due) describe the next decision's decodes."""
+
+    __slots__ = ("a", "first", "end", "last", "n", "A", "due", "X")
+
+    def __init__(self, bs: int) -> None:
+        self.a: dict[int, int] = {}
+        self.first: dict[int, int] = {}
+        self.end: dict[int, int] = {}  # L[r]
+        self.last: dict[int, list[int]] = {}
+        self.n = 0
+        self.A = 0
+        self.due = [0] * bs
+        self.X = -1  # the last decision taken
+
+    def join(self, r: int, a: int, first: int, last: int, bs: int) -> None:
+        self.a[r] = a
+        self.first[r] = first
+        self.end[r] = last
+        lst = self.last.get(last)
+        if lst is None:
+            self.last[last] = [r]
+        else:
+            lst.append(r)
+        self.n += 1
+        self.A += a
+        self.due[-a % bs] += 1
+
+
+def stream(sim: Simulation, eng: Engine) -> None:
+    """Take ``eng``'s steps from ``eng.t`` while the stream applies (see the module
+    docstring). On return, the simulation is where the step-by-step loop would have left it
+    at ``eng.t``: the columns written back, and under async scheduling the step launching
+    at ``eng.t`` decided as ``eng.pending``."""
+    cfg = eng.cfg
+    asy = cfg.async_scheduling
+    if asy and eng.pending is None:
+        return
+    rk = eng.ranks[0]
+    bs = cfg.block_size
+    lz = _Lazy(bs)
+    t = eng.t
+    orig = eng.pending
+    # the step whose outputs come next (async: decided at the previous launch): its decodes'
+    # count and context sum, its prompt rows (request, tokens) and the requests ending in it
+    if asy:
+        got = _enter_async(sim, eng, lz, t)
+        if got is None:
+            return
+        step_n, step_s, step_rows, step_done = got
+    else:
+        if not _enter_sync(sim, lz, rk, t, bs):
+            return
+        step_n, step_s, step_rows, step_done = 0, 0, [], []
+    price = eng.step1
+    th = cfg.decode_threshold
+    overlap = cfg.overlap
+    mnbt = cfg.max_num_batched_tokens
+    mns = cfg.max_num_seqs
+    mml = sim.mml[eng.index]
+    thr = cfg.long_prefill_token_threshold
+    chunked = cfg.enable_chunked_prefill
+    pc = cfg.enable_prefix_caching
+    otpt = sim.otpt
+    target, prompt, outs, hit, ext = sim.target, sim.prompt, sim.outs, sim.hit, sim.ext
+    waiting, running = rk.waiting, rk.running
+    vals: list[float] = []
+    wts: list[int] = []
+    bneck = sim.bottleneck
+    d_last = INF  # no stretch is long before a step is priced
+    total = sim.n
+    tick = max(total // 100, 1)
+    nxt = _next_event(sim)
+    while True:
+        if sim.completed >= total:
+            break  # the main loop stops here: nothing more is routed
+        if nxt <= t:
+            _route(sim, t)
+            nxt = _next_event(sim)
+        D = lz.X + 1
+        # --- decision D, tried without effect first: decodes, their blocks, admissions
+        n = lz.n
+        if n > mnbt:
+            break
+        newb = lz.due[D % bs]
+        free = rk.free - newb
+        if free < 0:
+            break
+        adm: list[tuple[int, int, int]] = []
+        if waiting:
+            budget = mnbt - n
+            seats = mns - len(running)
+            stop = False
+            for r in waiting:
+                if budget <= 0 or seats <= 0:
+                    break
+                if outs[r] or ext[r] or (pc and hit[r]):
+                    stop = True  # a re-admission, transferred KV or a prefix hit
+                    break
+                new = prompt[r]
+                if 0 < thr < new:
+                    stop = True  # a chunk
+                    break
+                if new > budget:
+                    stop = chunked  # a chunk; without chunking the head waits
+                    break
+                need = -(-(new if new < mml else mml) // bs)
+                if need > free:
+                    break  # allocate_slots refuses: the head waits
+                if target[r] > 1 and new + target[r] > mml:
+                    stop = True  # its context would reach max_model_len
+                    break
+                free -= need
+                budget -= new
+                seats -= 1
+                adm.append((r, new, need))
+            if stop:
+                break
+        if not n and not adm:
+            break  # an empty decision: the ordinary path takes it
+        if asy:
+            # the step launching now is the one decided before: price it
+            rows_n, rows_s = step_n, step_s
+            rows = step_rows
+        else:
+            rows_n, rows_s, rows = n, lz.A + n * D, [(r, new) for r, new, _ in adm]
+        if not adm and not rows and not waiting and (nxt - t) > LONG * d_last:
+            break  # a long stretch of plain decodes: a vectorised run costs less
+        if rows:
+            e = price(rows_n, 1, rows_s, Batch.trusted([x[1] for x in rows], [0] * len(rows), th), decode_threshold=th)
+        else:
+            e = price(rows_n, 1, rows_s, None, decode_threshold=th)
+        if e is None:
+            eng.step1 = None  # fixed for the engine: its price reads more than the sums
+            break
+        d = e.overlap if overlap else e.no_overlap
+        if not 0.0 <= d < INF:
+            raise bad_time(f"aggregate_step_time of a {rows_n + len(rows)}-request batch", d)
+        # --- take decision D
+        sim.now = t
+        s_d = lz.A + n * D
+        rk.free -= newb
+        ending = lz.last.get(D)
+        if ending:
+            a_of = lz.a
+            due = lz.due
+            for r in ending:
+                a = a_of[r]
+                lz.n -= 1
+                lz.A -= a
+                due[-a % bs] -= 1
+        extra_done: list[int] = []
+        for r, new, need in adm:
+            waiting.popleft()
+            running.append(r)
+            rk.free -= need
+            sim.blk[r] = need
+            sim.hitb[r] = 0
+            sim.comp[r] = new
+            outs[r] = 1
+            if sim.first_sched[r] < 0:
+                sim.first_sched[r] = t
+            tg = target[r]
+            if tg > 1:
+                lz.join(r, new - D - 1, D + 1, D + tg - 1, bs)
+            else:
+                extra_done.append(r)
+        lz.X = D
+        # --- the step launching now: its accounts and, at its end, its outputs
+        sim.steps += 1
+        eng.busy_s += d
+        b = e.bottleneck
+        bneck[b] = bneck.get(b, 0.0) + d
+        t_end = t + d
+        if asy:
+            out_n, out_rows, out_done = step_n, step_rows, step_done
+            step_n, step_s, step_rows = n, s_d, [(r, new) for r, new, _ in adm]
+            step_done = extra_done
+            out_last = D - 1
+        else:
+            out_n, out_rows, out_done, out_last = n, rows, extra_done, D
+        if out_n:
+            vals.append((t_end - t) + otpt)
+            wts.append(out_n)
+        for r, _new in out_rows:
+            sim.oute[r] = 1
+            sim.first_client[r] = t_end + otpt
+            sim.last_emit[r] = t_end
+        fin = lz.last.pop(out_last, None)
+        if fin or out_done:
+            before = sim.completed
+            if fin:
+                _finish_members(sim, rk, lz, fin, out_last, t_end, bs)
+            for r in out_done:
+                sim.oute[r] = target[r]
+                sim.last_emit[r] = t_end
+                sim._finish(rk, r, t_end)
+            if sim.progress is not None and sim.completed // tick != before // tick:
+                sim.progress(sim.completed, total)
+            nxt = _next_event(sim)
+        sim._kv_sample(eng, t_end)
+        d_last = d
+        t = t_end
+        eng.t = t
+    if vals:
+        sim.itl_vals.append(np.array(vals, dtype=np.float64))
+        sim.itl_wts.append(np.array(wts, dtype=np.int64))
+    sim.now = t
+    if asy and lz.X == 0:
+        eng.pending = orig  # no decision taken: step 0 stays pending as it was decided
+        return
+    _leave(sim, eng, lz, t, bs, (step_n, step_rows, step_done) if asy else None)
+
+
+def _next_event(sim: Simulation) -> float:
+    """The earliest client event or arrival, as the main loop would next take one."""
+    ts = sim._next_client_time()
+    ta = sim.arrivals[0][0] if sim.arrivals else INF
+    return ts if ts < ta else ta
+
+
+def _route(sim: Simulation, t: float) -> None:
+    """Every client event and arrival due by ``t``, in the main loop's order (a client event
+    first on a tie, then an arrival, then the engine)."""
+    arrivals = sim.arrivals
+    while True:
+        ts = sim._next_client_time()
+        ta = arrivals[0][0] if arrivals else INF
+        if ts <= ta and ts <= t and ts < INF:
+            sim._client(ts)
+            continue
+        if ta <= t and ta < INF:
+            ready, _, r = heapq.heappop(arrivals)
+            sim._route(r, ready)
+            continue
+        return
+
+
+def _finish_members(sim: Simulation, rk: Any, lz: _Lazy, fin: list[int], L: int, t: float, bs: int) -> None:
+    """Members whose last token (decision ``L``) a step emitted at ``t``: their columns
+    written as the scheduler left them, then each request ends (its blocks return)."""
+    a_of, first, end = lz.a, lz.first, lz.end
+    for r in fin:
+        c = a_of.pop(r) + L + 1
+        del first[r], end[r]
+        tg = sim.target[r]
+        sim.comp[r] = c
+        sim.outs[r] = tg
+        sim.oute[r] = tg
+        sim.blk[r] = -(-c // bs) - sim.hitb[r]
+        sim.last_emit[r] = t
+        sim._finish(rk, r, t)
+
+
+def _enter_sync(sim: Simulation, lz: _Lazy, rk: Any, t: float, bs: int) -> bool:
+    """The lazy state of ``rk``'s running requests before decision 0 (synchronous
+    scheduling), or False where one is not a plain decode that emitted at ``t`` with its
+    blocks exactly filled, or would reach max_model_len."""
+    if not rk.running:
+        return False
+    run = np.array(rk.running, dtype=np.int64)
+    c = sim.comp_a[run]
+    o = sim.outs_a[run]
+    tg = sim.target_a[run]
+    ok = (
+        (o < tg)
+        & (c == sim.prompt_a[run] + o - 1)
+        & (sim.oute_a[run] == o)
+        & (sim.last_emit_a[run] == t)
+        & (sim.blk_a[run] + sim.hitb_a[run] == -(-c // bs))
+        & (c + (tg - o) + 1 <= sim.mml[rk.engine])
+    )
+    if not ok.all():
+        return False
+    # decision D computes c + D; the last token is decision tg - o - 1
+    for r, a, L in zip(run.tolist(), c.tolist(), (tg - o - 1).tolist()):
+        lz.join(r, a, 0, L, bs)
+    return True
+
+
+def _enter_async(sim: Simulation, eng: Engine, lz: _Lazy, t: float) -> tuple[int, int, list, list] | None:
+    """The lazy state under async scheduling at the launch of step 0, decided before as
+    ``eng.pending``: members for decision 1 on, and step 0 as (decodes, their context sum,
+    prompt rows, requests it ends that are not members); or None where the pending plan is
+    not plain decodes and whole fresh prompts over every running request, or a decode did not
+    emit at ``t``, holds other than exactly its blocks, or would reach max_model_len."""
+    rk = eng.ranks[0]
+    bs = eng.cfg.block_size
+    assert eng.pending is not None
+    plan = eng.pending[0]
+    if not plan or len(plan) != len(rk.running):
+        return None
+    mml = sim.mml[eng.index]
+    prompt, target, comp, outs, oute = sim.prompt, sim.target, sim.comp, sim.outs, sim.oute
+    dec: list[int] = []
+    rows: list[tuple[int, int]] = []
+    done: list[int] = []
+    s0 = 0
+    for r, new, c, e, decoding in plan:
+        tg = target[r]
+        o = outs[r]
+        if decoding:
+            if new != 1 or e != 1 or comp[r] != c + 1 or oute[r] != o - 1 or sim.last_emit[r] != t:
+                return None
+            dec.append(r)
+            s0 += c
+        else:
+            p = prompt[r]
+            if c != 0 or new != p or e != 1 or o != 1 or oute[r] != 0 or comp[r] != p or sim.hitb[r]:
+                return None
+            rows.append((r, new))
+        held = sim.blk[r] + sim.hitb[r]
+        cc = comp[r]
+        if held != -(-cc // bs) or cc + (tg - o) + 1 > mml:
+            return None
+    # after decision 0: a member computes comp + (D - 1) before decision D; its last token is
+    # decision tg - o (o counts step 0's placeholder)
+    for r, _new in rows:
+        if target[r] == 1:
+            done.append(r)
+    for r in dec + [r for r, _ in rows]:
+        L = target[r] - outs[r]
+        if L >= 1:
+            lz.join(r, comp[r] - 1, 1, L, bs)
+        elif r in dec:
+            done.append(r)
+    lz.X = 0
+    eng.pending = None
+    return len(dec), s0, rows, done
+
+
+def _leave(sim: Simulation, eng: Engine, lz: _Lazy, t: float, bs: int, step: tuple[int, list, list] | None) -> None:
+    """Write the members' columns back as the step-by-step loop holds them at ``t``:
+    decisions through ``lz.X`` taken, outputs through step ``lz.X`` (sync) or ``lz.X - 1``
+    (async) processed; under async the decided step as ``eng.pending``."""
+    X = lz.X
+    P = X if step is None else X - 1
+    comp, outs, oute, blk, hitb, last_emit, target = (
+        sim.comp, sim.outs, sim.oute, sim.blk, sim.hitb, sim.last_emit, sim.target,
+    )  # fmt: skip
+    first, end = lz.first, lz.end
+    for r, a in lz.a.items():
+        f = first[r]
+        if X < f:
+            continue  # admitted at X, its prompt not yet computed: as admission left it
+        L = end[r]
+        x = X if X < L else L
+        c = a + x + 1
+        comp[r] = c
+        outs[r] = target[r] - (L - x)
+        blk[r] = -(-c // bs) - hitb[r]
+        if P >= f - 1:
+            p = P if P < L else L
+            oute[r] = target[r] - (L - p)
+            last_emit[r] = t
+    if step is None:
+        return
+    # async: the step launching at t, decided at the previous launch, stays pending
+    n, rows, _done = step
+    plan: Plan = []
+    adm = {r for r, _ in rows}
+    for r in eng.ranks[0].running:
+        if r in adm:
+            continue
+        fr = first.get(r)
+        if fr is not None and fr <= X <= end[r]:
+            plan.append((r, 1, lz.a[r] + X, 1, True))
+    assert len(plan) == n, "the stream's pending decodes do not match the running list (internal error)"
+    for r, new in rows:
+        plan.append((r, new, 0, 1, False))
+    eng.pending = [plan]
