@@ -67,6 +67,7 @@ __all__ = [
 ]
 
 _NS = 1e-9
+_STAGES = 4096  # batch shapes whose context-free part a plan keeps (FastPlan._stage)
 _tuple_new = tuple.__new__
 _SM, _HBM, _NVLINK, _NIC, _HOST = RESOURCES
 
@@ -262,6 +263,7 @@ class FastPlan:
         "dcp_prefill_fallback",
         "windows",
         "hot",
+        "_stages",
         "_frozen",
     )
 
@@ -283,6 +285,7 @@ class FastPlan:
     dcp_prefill_fallback: bool
     windows: tuple[int, ...]
     hot: tuple[Any, ...]  # the fields ``price`` reads, in one unpack
+    _stages: dict[tuple[int, bool, int, bool], tuple[Any, ...]]  # _stage by batch shape (a bounded memo)
 
     def __setattr__(self, name: str, value: object) -> None:
         if hasattr(self, "_frozen"):  # frozen once built (_frozen is assigned last)
@@ -374,21 +377,7 @@ class FastPlan:
         request schedules the plan's width, the prefill rows ``pre``, the computed sum;
         ``S``/``C`` are read only by per-request decode-read laws and the count of requests
         with no context (rows not among them are decodes of the plan's width)."""
-        (
-            w,
-            capture,
-            host_uniform,
-            host_other,
-            host_eager,
-            specs,
-            windows,
-            smc,
-            m_half,
-            inv_pe,
-            funnel,
-            fallback,
-            needs_ndecode,
-        ) = self.hot
+        _, _, _, _, _, specs, windows, _, m_half, inv_pe, _, _, needs_ndecode = self.hot
         causal = 0.0
         wins: dict[int, float] = {}
         if pre:
@@ -417,15 +406,45 @@ class FastPlan:
         if needs_ndecode and dec_kv:
             n_dec = n - (len(pre) if pre else 0) - _zero_requests(S, C)
 
-        # Host: the graph mode by batch shape, eager above the capture ceiling.
-        host = host_eager if T > capture else (host_uniform if uniform else host_other)
-
         # Per-request transforms of the decode contexts, once per distinct law.
         toks: list[float] = []
         if specs and n_dec:
             ctxs = list(map(add, S, C)) if not pre else list(compress(map(add, S, C), map(ge, repeat(th), S)))
             toks = [_transform(spec, ctxs) for spec in specs]
 
+        if pre is None and not needs_ndecode:
+            # no prefill: everything but the decode reads depends on T, the graph mode, the
+            # budget and whether any context exists, so that part is priced once per shape
+            key = (T, uniform, sm_budget, sumc > 0)
+            stage = self._stages.get(key)
+            if stage is None:
+                if len(self._stages) >= _STAGES:
+                    self._stages.clear()  # bounded: a search meets many batch shapes
+                stage = self._stages[key] = self._stage(T, uniform, None, 0.0, {}, T, True, sumc > 0, sm_budget)
+        else:
+            stage = self._stage(T, uniform, pre, causal, wins, dec_tokens, bool(n_dec), sumc > 0, sm_budget)
+        return _finish(stage, dec_kv, n_dec, toks)
+
+    def _stage(
+        self,
+        T: int,
+        uniform: bool,
+        pre: list[tuple[int, int]] | None,
+        causal: float,
+        wins: dict[int, float],
+        dec_tokens: int,
+        has_dec: bool,
+        any_ctx: bool,
+        sm_budget: int,
+    ) -> tuple[Any, ...]:
+        """The part of ``_priced`` that does not read the decode contexts: every layer kind's
+        SM, weight and elementwise reads, collectives and expert terms, with the prefills'
+        attention (``pre``: causal and windowed FLOPs, decode tokens ``dec_tokens``), and the
+        decode-read coefficients ``_finish`` applies (where there is a decode: ``has_dec``).
+        ``any_ctx``: whether any request has context (DCP's context gathers)."""
+        _, capture, host_uniform, host_other, host_eager, _, _, smc, m_half, inv_pe, funnel, _, _ = self.hot
+        # Host: the graph mode by batch shape, eager above the capture ceiling.
+        host = host_eager if T > capture else (host_uniform if uniform else host_other)
         d = sm_budget_derate(smc, sm_budget) if sm_budget else 1.0  # the law gives 1 without a budget
         Y = (T + m_half) * inv_pe  # T/(peak·efficiency(T)): price.ramp.efficiency folded
         Yd = Y * d
@@ -440,10 +459,9 @@ class FastPlan:
             y = b * ipk
             ts.append(x if x > y else y)
         nroute = T * funnel
-        any_ctx = None
 
-        p_sm = p_hbm = p_nv = p_nic = overlap = 0.0
-        merged = 0
+        p_sm = p_nv = p_nic = 0.0
+        kinds = []
         for count, G, R, Wh, Eh, rf, rinv, expert, attn, nv_idx, nic_idx, dcp, Fp, ovr in self.kinds:
             g = G * Yd
             if Fp > 0.0 and dec_tokens < T:  # price.recurrent.recurrent_update_s
@@ -462,31 +480,23 @@ class FastPlan:
                 rhbm = Z * (1.0 - q**nroute)  # price.experts.experts_touched
             else:
                 rsm = rhbm = 0.0
+            read = None
+            merged = 0
+            floor = pf = 0.0
             if attn is not None:
                 floor, coef, fb, spec, qhd, qhd_ps, window, launch, pf, secs = attn
-                if n_dec:
-                    tok = toks[spec] if spec >= 0 else dec_kv
-                    if fb is None:  # price.attention.decode_attention_s
-                        hbm += floor + tok * coef
-                    else:  # no decode rate: the raw KV bytes are read at HBM speed, no floor
-                        hbm += tok * fb
-                    for f2, c2, w2, r2, dcp2, interleave in secs:
-                        t2 = secondary_read_tokens(dec_kv, n_dec, w2, r2)
-                        if dcp2 > 1:
-                            t2 = dcp_rank_tokens(int(t2 + 0.5), dcp2, interleave)
-                        hbm += f2 + t2 * c2
+                if has_dec:
+                    read = (coef, fb, spec, secs)
                 if pre:
                     lc = wins[window] if window > 0 else causal
                     if qhd_ps > 0:  # price.attention.prefill_attention_s, efficiencies folded into lc
                         sm += pf + lc * qhd_ps * d
                     else:
                         sm += lc * qhd * d
-                    if launch and n_dec:  # one varlen launch: the smaller floor dropped
+                    if launch and has_dec:  # one varlen launch: the smaller floor dropped
                         merged = launch
-                        if launch == 1:
-                            hbm -= floor
-                        else:
-                            sm -= pf
+                        if launch != 1:
+                            sm -= pf  # (launch 1 drops the decode floor from the reads: _finish)
             nv = 0.0
             for i in nv_idx:
                 nv += ts[i]
@@ -495,12 +505,7 @@ class FastPlan:
                 nic += ts[i]
             if dcp is not None:
                 latent, charges = dcp
-                if latent:
-                    rows = dec_tokens
-                else:
-                    if any_ctx is None:
-                        any_ctx = sumc > 0  # any(C): the counts are not negative
-                    rows = T if any_ctx else 0
+                rows = dec_tokens if latent else (T if any_ctx else 0)
                 if rows > 0:
                     for floor2, ipk, itr, mult, to_nic in charges:
                         b = rows * mult
@@ -513,34 +518,12 @@ class FastPlan:
                             nic += x if x > y else y
                         else:
                             nv += x if x > y else y
-            # price.overlap.layer_stage_s, with the dense parts held apart, over the floors
-            # before the one-launch merge (as step.price_step)
-            top = sm
-            h = hbm + hid
-            if merged:
-                if merged == 1:
-                    h += floor
-                else:
-                    top = sm + pf
-                merged = 0
-            if h > top:
-                top = h
-            if nv > top:
-                top = nv
-            if nic > top:
-                top = nic
-            overlap += count * (top + rsm + rhbm)
             p_sm += count * (sm + rsm)
-            p_hbm += count * (hbm + rhbm)
             p_nv += count * nv
             p_nic += count * nic
-
+            kinds.append((count, sm, hbm, hid, rsm, rhbm, nv, nic, read, merged, floor, pf))
         head_sm = self.head_g * Yd
-        head_hbm = self.head_h
-        p_sm += head_sm
-        p_hbm += head_hbm
-        overlap += head_sm if head_sm > head_hbm else head_hbm
-        return (p_sm, p_hbm, p_nv, p_nic, host, overlap)
+        return (tuple(kinds), p_sm + head_sm, p_nv, p_nic, host, head_sm, self.head_h)
 
     def estimate(
         self, S: Sequence[int], C: Sequence[int], th: int, sm_budget: int, per: dict | None
@@ -560,6 +543,48 @@ class FastPlan:
         if r is None:
             return None
         return _estimate_of(r, None)
+
+
+def _finish(stage: tuple[Any, ...], dec_kv: int, n_dec: int, toks: list[float]) -> tuple[float, ...]:
+    """``_priced``'s numbers from its ``_stage`` and the decode reads: each kind's attention
+    read over ``dec_kv`` decode KV tokens (or its per-request transform ``toks``), then
+    price.overlap.layer_stage_s with the dense parts held apart, over the floors before the
+    one-launch merge (as step.price_step)."""
+    kinds, p_sm, p_nv, p_nic, host, head_sm, head_hbm = stage
+    p_hbm = overlap = 0.0
+    for count, sm, hbm, hid, rsm, rhbm, nv, nic, read, merged, floor, pf in kinds:
+        if read is not None:
+            coef, fb, spec, secs = read
+            tok = toks[spec] if spec >= 0 else dec_kv
+            if fb is None:  # price.attention.decode_attention_s
+                hbm += floor + tok * coef
+            else:  # no decode rate: the raw KV bytes are read at HBM speed, no floor
+                hbm += tok * fb
+            for f2, c2, w2, r2, dcp2, interleave in secs:
+                t2 = secondary_read_tokens(dec_kv, n_dec, w2, r2)
+                if dcp2 > 1:
+                    t2 = dcp_rank_tokens(int(t2 + 0.5), dcp2, interleave)
+                hbm += f2 + t2 * c2
+            if merged == 1:
+                hbm -= floor
+        top = sm
+        h = hbm + hid
+        if merged:
+            if merged == 1:
+                h += floor
+            else:
+                top = sm + pf
+        if h > top:
+            top = h
+        if nv > top:
+            top = nv
+        if nic > top:
+            top = nic
+        overlap += count * (top + rsm + rhbm)
+        p_hbm += count * (hbm + rhbm)
+    p_hbm += head_hbm
+    overlap += head_sm if head_sm > head_hbm else head_hbm
+    return (p_sm, p_hbm, p_nv, p_nic, host, overlap)
 
 
 def _estimate_of(r: tuple[float, ...], per: dict | None) -> StepEstimate:
@@ -833,5 +858,6 @@ def _build(c: StepConstants) -> FastPlan:
         fp.pcp_prefill_fallback or fp.dcp_prefill_fallback,
         needs_ndecode,
     )  # one unpack per call
+    fp._stages = {}
     fp._frozen = True
     return fp

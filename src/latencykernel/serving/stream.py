@@ -79,13 +79,14 @@ class _Lazy:
     decode). ``n``, ``A`` and ``due`` (members by the residue D mod block size at which a
     block falls due) describe the next decision's decodes."""
 
-    __slots__ = ("a", "first", "end", "last", "n", "A", "due", "X")
+    __slots__ = ("a", "first", "end", "last", "ends", "n", "A", "due", "X")
 
     def __init__(self, bs: int) -> None:
         self.a: dict[int, int] = {}
         self.first: dict[int, int] = {}
         self.end: dict[int, int] = {}  # L[r]
         self.last: dict[int, list[int]] = {}
+        self.ends: list[int] = []  # a heap of the members' last decisions (stale ones below X)
         self.n = 0
         self.A = 0
         self.due = [0] * bs
@@ -95,6 +96,7 @@ class _Lazy:
         self.a[r] = a
         self.first[r] = first
         self.end[r] = last
+        heapq.heappush(self.ends, last)
         lst = self.last.get(last)
         if lst is None:
             self.last[last] = [r]
@@ -144,6 +146,7 @@ def stream(sim: Simulation, eng: Engine) -> None:
     waiting, running = rk.waiting, rk.running
     vals: list[float] = []
     wts: list[int] = []
+    kv_t, kv_u, usable = sim.kv_t, sim.kv_u, eng.usable
     bneck = sim.bottleneck
     d_last = INF  # no stretch is long before a step is priced
     total = sim.n
@@ -202,8 +205,19 @@ def stream(sim: Simulation, eng: Engine) -> None:
             rows = step_rows
         else:
             rows_n, rows_s, rows = n, lz.A + n * D, [(r, new) for r, new, _ in adm]
-        if not adm and not rows and not waiting and (nxt - t) > LONG * d_last:
-            break  # a long stretch of plain decodes: a vectorised run costs less
+        if not adm and not rows:
+            # a long stretch of plain decodes ahead: a vectorised run costs less. With nobody
+            # waiting it lasts until the next arrival (runs pass last tokens); with the
+            # queue's head held (seats or blocks), until the next last token frees some
+            if not waiting:
+                if (nxt - t) > LONG * d_last:
+                    break
+            else:
+                ends = lz.ends
+                while ends and ends[0] < D:
+                    heapq.heappop(ends)
+                if ends and ends[0] - D > LONG:
+                    break
         if rows:
             e = price(rows_n, 1, rows_s, Batch.trusted([x[1] for x in rows], [0] * len(rows), th), decode_threshold=th)
         else:
@@ -276,7 +290,8 @@ def stream(sim: Simulation, eng: Engine) -> None:
             if sim.progress is not None and sim.completed // tick != before // tick:
                 sim.progress(sim.completed, total)
             nxt = _next_event(sim)
-        sim._kv_sample(eng, t_end)
+        kv_t.append(t_end)  # sim._kv_sample for one rank
+        kv_u.append((usable - rk.free) / usable)
         d_last = d
         t = t_end
         eng.t = t
@@ -370,6 +385,9 @@ def _enter_async(sim: Simulation, eng: Engine, lz: _Lazy, t: float) -> tuple[int
         return None
     mml = sim.mml[eng.index]
     prompt, target, comp, outs, oute = sim.prompt, sim.target, sim.comp, sim.outs, sim.oute
+    last = plan[-1]
+    if not last[4] and (last[2] != 0 or last[1] != prompt[last[0]]):
+        return None  # the plan ends in a chunk (its prompt rows come last): the common refusal, cheaply
     dec: list[int] = []
     rows: list[tuple[int, int]] = []
     done: list[int] = []
