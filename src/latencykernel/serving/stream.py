@@ -56,6 +56,7 @@ __all__ = ["applies", "stream", "LONG"]
 
 INF = math.inf
 LONG = 48  # steps to the next arrival from which a vectorised run takes over
+_NONE: list[Any] = []  # an empty list shared by the steps that have none (never appended to)
 
 
 def applies(sim: Simulation, eng: Engine) -> bool:
@@ -167,8 +168,9 @@ def stream(sim: Simulation, eng: Engine) -> None:
         free = rk.free - newb
         if free < 0:
             break
-        adm: list[tuple[int, int, int]] = []
+        adm: list[tuple[int, int, int]] = _NONE
         if waiting:
+            adm = []
             budget = mnbt - n
             seats = mns - len(running)
             stop = False
@@ -204,7 +206,7 @@ def stream(sim: Simulation, eng: Engine) -> None:
             rows_n, rows_s = step_n, step_s
             rows = step_rows
         else:
-            rows_n, rows_s, rows = n, lz.A + n * D, [(r, new) for r, new, _ in adm]
+            rows_n, rows_s, rows = n, lz.A + n * D, [(r, new) for r, new, _ in adm] if adm else _NONE
         if not adm and not rows:
             # a long stretch of plain decodes ahead: a vectorised run costs less. With nobody
             # waiting it lasts until the next arrival (runs pass last tokens); with the
@@ -241,7 +243,9 @@ def stream(sim: Simulation, eng: Engine) -> None:
                 lz.n -= 1
                 lz.A -= a
                 due[-a % bs] -= 1
-        extra_done: list[int] = []
+        extra_done: list[int] = _NONE
+        if adm:
+            extra_done = []
         for r, new, need in adm:
             waiting.popleft()
             running.append(r)
@@ -266,7 +270,7 @@ def stream(sim: Simulation, eng: Engine) -> None:
         t_end = t + d
         if asy:
             out_n, out_rows, out_done = step_n, step_rows, step_done
-            step_n, step_s, step_rows = n, s_d, [(r, new) for r, new, _ in adm]
+            step_n, step_s, step_rows = n, s_d, [(r, new) for r, new, _ in adm] if adm else _NONE
             step_done = extra_done
             out_last = D - 1
         else:
