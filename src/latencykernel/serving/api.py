@@ -165,13 +165,14 @@ def simulate(
                 "cached prefix blocks are resident from the start and shared: charged once per rank, never evicted",
             )
         )
-    notes.append(
-        (
-            "async_scheduling",
-            str(cfg0.async_scheduling),
-            "scheduling of step n+1 is decided when step n launches; tokens in flight count as placeholders",
+    if cfg0.async_scheduling:
+        notes.append(
+            (
+                "step_order",
+                "async",
+                "step n+1 is decided when step n launches, before its outputs; tokens in flight count as placeholders",
+            )
         )
-    )
     notes.append(
         (
             "output_token_overhead",
