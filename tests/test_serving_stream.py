@@ -7,14 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from latencykernel.batch import Batch, Resource, StepEstimate
 from latencykernel.serving import ClosedLoop, Poisson, RandomRange, Trace, simulate
-from test_serving_sim import Affine
+from test_serving_sim import Affine, _same
 
 
 class Summed(Affine):
@@ -36,14 +35,8 @@ class Summed(Affine):
 
 
 def same(a: Any, b: Any) -> None:
-    for key in ("ttft", "e2el", "tpot"):
-        assert np.array_equal(a.per_request[key], b.per_request[key]), key
-    assert a.itl == b.itl
-    assert a.steps == b.steps
-    assert a.preemptions == b.preemptions
+    _same(a, b)  # latencies, gaps, steps, preemptions, KV samples
     assert a.max_concurrent_requests == b.max_concurrent_requests
-    assert np.array_equal(a.kv_usage, b.kv_usage)
-    assert np.array_equal(a.kv_usage_time_s, b.kv_usage_time_s)
 
 
 def check(engine: dict[str, Any], wl: Any, seed: int = 1, **limits: Any) -> Summed:
