@@ -20,7 +20,12 @@ decode_threshold)``: steps of plain decodes priced from each step's request coun
 sum of their computed tokens (numpy arrays), each equal to ``step_time`` on any batch of such
 rows, or None where it cannot price from those sums. It is not part of the protocol: the
 serving simulation uses it for runs of decode steps when present (``Kernel`` has it), and
-prices the rows through ``step_times`` otherwise.
+prices the rows through ``step_times`` otherwise. Likewise ``aggregate_step_time(decodes,
+width, computed_sum, rows=None, *, decode_threshold)``: one step of ``decodes`` decodes of
+``width`` tokens whose computed tokens sum to ``computed_sum``, beside the requests of the
+``Batch`` ``rows`` (a step's prefill chunks), equal to ``step_time`` on the whole batch, or
+None where it cannot; the serving simulation's stream (``serving/stream.py``) takes an open
+loop's steps through it when present, and steps the ordinary way otherwise.
 
 This module imports nothing heavy: it is safe to import from anywhere above ``batch``.
 """
