@@ -24,9 +24,10 @@ the one ``validate`` uses, so switching is one line:
                prefills about once during one request's osl decode steps, and vLLM's
                chunked prefill runs it inside a decode step (mixed batch)
       TTFT   = admission(isl) + D / 2 + A + Σ chunk steps(with b − 1 decodes) + H + Q
-               the wait for the running step, A one more decode step when the engine
-               schedules asynchronously and others run (``decided_step_wait_s``: the
-               next step is already decided), the prompt's own steps, and Q the queue
+               the wait for the running step, A one more step (the mean step, TPOT)
+               when the engine schedules asynchronously and others run
+               (``decided_step_wait_s``: the next step is already decided, with whatever
+               prefill chunks it carries), the prompt's own steps, and Q the queue
                behind other prompts (``wave_queue_s``): the mean over the 10 rounds of a
                closed loop (num_prompts = 10 × concurrency, as InferenceX and vLLM's
                accuracy campaigns run them) of each round's FCFS wait, each prompt
@@ -178,8 +179,8 @@ def wave_queue_s(resident: int, prefill_s: float, cycle_s: float, decode_spread_
 
 def decided_step_wait_s(resident: int, decode_step_s: float, async_scheduling: bool) -> float:
     """The extra wait of a new prompt behind a step the engine has already decided, seconds:
-    one decode step when the engine schedules asynchronously and other requests are
-    running, else 0.
+    one step (``decode_step_s``; the closed form passes the mean step, TPOT) when the engine
+    schedules asynchronously and other requests are running, else 0.
 
     The rule (vLLM, vllm/v1/engine/core.py ``EngineCore.step_with_batch_queue``, used with
     ``--async-scheduling``): the scheduler decides step n + 1 when step n is launched,
@@ -197,7 +198,17 @@ def decided_step_wait_s(resident: int, decode_step_s: float, async_scheduling: b
     MAPE fit 23.14 -> 23.01 %, evaluation 32.94 -> 32.82 %; TPOT does not move. It moves
     error between bands: 17-64 clients improve (fit 23.9 -> 21.9 %), 1-4 clients, already
     priced above measured, worsen (fit 22.3 -> 24.9 %), and TensorRT-LLM's fit points
-    worsen a little (17.45 -> 17.87 %)."""
+    worsen a little (17.45 -> 17.87 %).
+
+    The decided step is a step of the running mix, not a pure decode step: the scheduler
+    filled it with the other residents' decodes and any prompt chunk already waiting, so
+    its mean length is the mean step, D + (b - 1) M / osl = TPOT, not D (fix 15 of
+    docs/accuracy.md; the serving simulation's decided step is whatever step it replays).
+    Evidence (after fix 14): TTFT MAPE fit 21.44 -> 21.41 %, evaluation 30.20 -> 30.12 %;
+    TPOT does not move. Charging the step in flight its length-biased residual E[S^2] /
+    2 E[S] over plain and mixed steps instead of D / 2 made both halves worse (fit 21.40
+    -> 21.78 %, evaluation 30.10 -> 30.22 %, before fix 14): closed-loop prompts arrive
+    as a request's last decode step ends, not at a random time in the step."""
     if not async_scheduling or resident <= 1 or decode_step_s <= 0:
         return 0.0
     return decode_step_s
@@ -309,7 +320,7 @@ def closed_form_prediction(model: Any, point: Point) -> Prediction:
             b = nb
     d, m, steps, adm = closed_form_parts(model, point.isl, point.osl, b)
     tpot = d + (b - 1) * m / point.osl
-    ttft = adm + d / 2 + decided_step_wait_s(b, d, bool(lim.async_scheduling)) + steps
+    ttft = adm + d / 2 + decided_step_wait_s(b, tpot, bool(lim.async_scheduling)) + steps
     if point.batch_wait_timeout_iters > 0:
         ttft += batch_wait_s(
             b,
