@@ -330,3 +330,49 @@ def test_vllm_and_trt_twins_take_their_fitted_admission_and_nothing_else(
     origin = {o.name: o for o in fitted.provenance()}["host_admission_per_request"]
     assert origin.set == f"cost-model-host-overheads{set_name}" and origin.scope.endswith(f"engine: {engine}")
     assert origin.method == "measured"
+
+
+VLLM_TWIN = "aisimulate/llama-3.1-70b-instruct-h200-fp8-vllm-tp1.yaml"
+
+
+def test_tokenisation_is_the_admissions_per_token_part() -> None:
+    """Guards fix 16: the front end's per-prompt work is host_admission_per_token x isl
+    (the vLLM set's fitted 4 us per token), without the per-request part."""
+    from latencykernel.validation.predict import tokenisation_s
+
+    k = lk.open(VLLM_TWIN)
+    assert tokenisation_s(k, 1000) == pytest.approx(4e-6 * 1000, abs=2e-9)
+    assert tokenisation_s(k, 8000) == pytest.approx(4e-6 * 8000, abs=2e-9)
+
+
+def test_prompts_queue_at_the_tokeniser_only_when_clients_share_it() -> None:
+    """Guards fix 16: against the same deployment whose admission has no per-token part,
+    one client pays only its own tokenisation, while at 16 and 64 clients the TTFT gap
+    grows past it (the prompts of the round's other clients are tokenised first), and
+    TPOT never moves."""
+    from latencykernel.validation.predict import tokenisation_s
+
+    k = lk.open(VLLM_TWIN)
+
+    class Untokenised:
+        def __init__(self, inner: Any) -> None:
+            self._inner = inner
+
+        def admission_overhead(self, n: int) -> float:
+            return float(self._inner.admission_overhead(n)) - 4e-6 * n
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._inner, name)
+
+    plain = Untokenised(k)
+    assert tokenisation_s(plain, 1000) == pytest.approx(0.0, abs=2e-9)
+    dep = Deployment(scenario=VLLM_TWIN)
+    gaps = []
+    for c in (1, 16, 64):
+        p = Point("x", dep, 1000, 1000, concurrency=c, range_ratio=1 / 9)
+        on, off = closed_form_prediction(k, p), closed_form_prediction(plain, p)
+        assert on.tpot.mean == off.tpot.mean
+        assert on.ttft.mean is not None and off.ttft.mean is not None
+        gaps.append(on.ttft.mean - off.ttft.mean)
+    assert gaps[0] == pytest.approx(4e-6 * 1000, abs=1e-8)
+    assert gaps[0] < gaps[1] < gaps[2]
