@@ -302,7 +302,7 @@ def test_a_queued_prompt_is_served_in_its_marginal_plus_its_share_of_the_decodes
 @pytest.mark.parametrize(
     ("twin", "engine", "per_request_s", "per_token_s", "set_name"),
     [
-        ("aisimulate/llama-3.1-70b-instruct-h200-fp8-vllm-tp1.yaml", "vllm", 0.021, 4e-6, "-vllm"),
+        ("aisimulate/llama-3.1-70b-instruct-h200-fp8-vllm-tp1.yaml", "vllm", 0.017, 4e-6, "-vllm"),
         ("aisimulate/llama-3.1-70b-instruct-h200-fp8-trt-tp1.yaml", "trt", 0.029, 0.35e-6, "-trt"),
     ],
 )

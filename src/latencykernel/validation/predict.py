@@ -309,7 +309,7 @@ def tokenisation_s(model: Any, isl: float) -> float:
     ``TokenizerManager`` and TensorRT-LLM's ``trtllm-serve`` front end likewise tokenise in
     one process. So this part of the admission is a single server that every client of the
     deployment queues for (all data-parallel ranks share the front end), while the
-    per-request part (21 ms on vLLM, fix 13) is a latency each request pays alone: queueing
+    per-request part (17 ms on vLLM, fix 13 refitted) is a latency each request pays alone: queueing
     the whole admission priced the fit half's TTFT at 33.4 % MAPE.
 
     Evidence (InferenceX, closed form, after fix 15; fix 16 of docs/accuracy.md): with the
