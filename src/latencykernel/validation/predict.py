@@ -23,7 +23,7 @@ the one ``validate`` uses, so switching is one line:
       TPOT   = D + (b − 1) · M / osl              each of the b − 1 other requests
                prefills about once during one request's osl decode steps, and vLLM's
                chunked prefill runs it inside a decode step (mixed batch)
-      TTFT   = admission(isl) + D / 2 + A + Σ chunk steps(with b − 1 decodes) + H + Q
+      TTFT   = admission(isl) + D / 2 + A + Σ chunk steps(with b − 1 decodes) + Q + H + F
                the wait for the running step, A one more step (the mean step, TPOT)
                when the engine schedules asynchronously and others run
                (``decided_step_wait_s``: the next step is already decided, with whatever
