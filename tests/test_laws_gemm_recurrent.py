@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import latencykernel as lk
 from latencykernel import Batch, Resource
+from latencykernel.kernel.step import price_step
 from latencykernel.price.ramp import gemm_read_beyond_compute_s
-from latencykernel.price.recurrent import chunked_recurrent_flops_per_token, recurrent_update_s
+from latencykernel.price.recurrent import chunked_recurrent_flops_per_token, rank_decode_rate, recurrent_update_s
 
 pos = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 
@@ -67,11 +70,53 @@ def test_recurrent_prefill_is_not_priced_at_the_decode_rate() -> None:
     prefill law (decode tokens still at the decode rate)."""
     k = lk.open(HYBRID)
     c = k.constants
-    e = k.step_time(Batch.from_columns([8192], [0], decode_threshold=8))
+    prompt = Batch.from_columns([8192], [0], decode_threshold=8)
+    args = (prompt.scheduled, prompt.computed, prompt.decode_threshold, prompt.sm_budget)
+    recurrent_share = price_step(c, *args)[0][0] - price_step(dataclasses.replace(c, recurrent_by_kind={}), *args)[0][0]
     rec_layers = sum(lp.count for lp in c.plan.layers if lp.recurrent_kind)
-    floor, rate = next(iter(c.recurrent_by_kind.values()))
+    floor, rate = next(iter(c.recurrent_by_kind.values()))  # per rank (fix 14)
     at_decode_rate = rec_layers * (floor + 8192 / rate)
-    assert e.per_resource[Resource.SM] < 0.25 * at_decode_rate
+    assert 0.0 < recurrent_share < 0.25 * at_decode_rate
     d1 = k.step_time(Batch.decode(4, 2048))
     d2 = k._reference_step(Batch.decode(4, 2048))
     assert d1.no_overlap == d2.no_overlap
+
+
+def test_rank_decode_rate_splits_the_layer_over_tensor_parallel_ranks() -> None:
+    """Guards fix 14: a rank holding 1/tp of a recurrent layer's heads updates a decode
+    token tp times faster than the whole layer; tp below 1 counts as one rank."""
+    assert rank_decode_rate(0.5e6, 1) == 0.5e6
+    assert rank_decode_rate(0.5e6, 8) == 4.0e6
+    assert rank_decode_rate(0.5e6, 0) == 0.5e6
+
+
+QWEN_TP4 = "aisimulate/qwen3.5-397b-a17b-b300-bf16-sglang-tp4.yaml"
+QWEN_TP8 = "aisimulate/qwen3.5-397b-a17b-b300-bf16-sglang-tp8.yaml"
+B300_GDN_RATE = 0.726e6  # cost-model-recurrent recurrent_decode_rate_gdn, b300, tokens/s (whole layer)
+B300_GDN_FLOOR = 5.1e-6  # recurrent_decode_floor_gdn, b300
+
+
+@pytest.mark.parametrize(("scenario", "tp"), [(QWEN_TP4, 4), (QWEN_TP8, 8)])
+def test_recurrent_decode_is_priced_per_rank(scenario: str, tp: int) -> None:
+    """Guards fix 14: the per-rank decode rate is the registry's whole-layer rate times tp,
+    the floor the registry's; an added decoding request costs each recurrent layer
+    1 / (rate x tp) of SM time on top of whatever the rest of the step adds."""
+    c = lk.open(scenario).constants
+    floor, rate = c.recurrent_by_kind["gdn"]
+    assert floor == pytest.approx(B300_GDN_FLOOR)
+    assert rate == pytest.approx(B300_GDN_RATE * tp)
+
+
+@pytest.mark.parametrize(("scenario", "tp"), [(QWEN_TP4, 4), (QWEN_TP8, 8)])
+def test_recurrent_decode_share_of_a_step_follows_the_heads_per_rank(scenario: str, tp: int) -> None:
+    """Guards fix 14 through the step price: what the recurrent layers add to a decode
+    step of 64 requests (the reference step's SM time minus the same step with no
+    recurrent coefficients) is 45 GDN layers x (floor + 64 / (whole-layer rate x tp)),
+    the registry's B300 values: at TP8 half the per-token part it is at TP4."""
+    c = lk.open(scenario).constants
+    batch = Batch.decode(64, 2048)
+    args = (batch.scheduled, batch.computed, batch.decode_threshold, batch.sm_budget)
+    with_rec = price_step(c, *args)[0][0]
+    without = price_step(dataclasses.replace(c, recurrent_by_kind={}), *args)[0][0]
+    layers = 45  # Qwen3.5-397B: 15 x (3 GDN + 1 full attention)
+    assert with_rec - without == pytest.approx(layers * (B300_GDN_FLOOR + 64 / (B300_GDN_RATE * tp)), rel=1e-9)

@@ -158,7 +158,7 @@ def test_an_sglang_scenario_takes_the_sglang_admission_and_nothing_else() -> Non
     sg = lk.new(inputs)
     inputs.scenario.engine = None
     vl = lk.new(inputs)
-    assert sg.admission_overhead(1000) == pytest.approx(0.2 + 0.35e-6 * 1000, rel=1e-9)
+    assert sg.admission_overhead(1000) == pytest.approx(0.16 + 8.5e-6 * 1000, abs=2e-9)  # whole nanoseconds
     assert vl.admission_overhead(1000) == pytest.approx(0.04 + 0.35e-6 * 1000, rel=1e-9)
     b = Batch.decode(8, 2048)
     assert sg.step_time(b) == vl.step_time(b) and sg.limits() == vl.limits()
@@ -241,10 +241,11 @@ def test_closed_form_adds_the_batch_wait_to_ttft_only() -> None:
 
 
 def test_async_scheduling_adds_one_decided_step_only_when_others_run() -> None:
-    """Guards fix 11: with asynchronous scheduling a new prompt waits one more decode step
+    """Guards fixes 11 and 15: with asynchronous scheduling a new prompt waits one more step
     (the step already decided), never when it runs alone or when the engine schedules
-    synchronously; the closed form's TTFT at 4 clients differs by exactly that step and
-    its TPOT not at all."""
+    synchronously; the closed form's TTFT at 4 clients differs by exactly one mean step
+    (its TPOT, which carries the other residents' interleaved prefills and so exceeds the
+    pure decode step) and its TPOT not at all."""
     import dataclasses
 
     from latencykernel.validation.predict import closed_form_parts, decided_step_wait_s
@@ -270,8 +271,9 @@ def test_async_scheduling_adds_one_decided_step_only_when_others_run() -> None:
     p = Point("x", Deployment(scenario=K), 1024, 256, concurrency=4)
     on, off = closed_form_prediction(k, p), closed_form_prediction(Sync(k), p)
     d = closed_form_parts(k, 1024, 256, 4)[0]
-    assert on.ttft.mean is not None and off.ttft.mean is not None
-    assert on.ttft.mean - off.ttft.mean == pytest.approx(d, rel=1e-9)
+    assert on.ttft.mean is not None and off.ttft.mean is not None and on.tpot.mean is not None
+    assert on.ttft.mean - off.ttft.mean == pytest.approx(on.tpot.mean, rel=1e-9)
+    assert on.tpot.mean > d  # the decided step is a mean step of the mix, not a pure decode
     assert on.tpot.mean == off.tpot.mean
     alone = Point("x", Deployment(scenario=K), 1024, 256, concurrency=1)
     assert closed_form_prediction(k, alone).ttft.mean == closed_form_prediction(Sync(k), alone).ttft.mean
@@ -300,7 +302,7 @@ def test_a_queued_prompt_is_served_in_its_marginal_plus_its_share_of_the_decodes
 @pytest.mark.parametrize(
     ("twin", "engine", "per_request_s", "per_token_s", "set_name"),
     [
-        ("aisimulate/llama-3.1-70b-instruct-h200-fp8-vllm-tp1.yaml", "vllm", 0.021, 4e-6, "-vllm"),
+        ("aisimulate/llama-3.1-70b-instruct-h200-fp8-vllm-tp1.yaml", "vllm", 0.017, 4e-6, "-vllm"),
         ("aisimulate/llama-3.1-70b-instruct-h200-fp8-trt-tp1.yaml", "trt", 0.029, 0.35e-6, "-trt"),
     ],
 )
@@ -328,3 +330,49 @@ def test_vllm_and_trt_twins_take_their_fitted_admission_and_nothing_else(
     origin = {o.name: o for o in fitted.provenance()}["host_admission_per_request"]
     assert origin.set == f"cost-model-host-overheads{set_name}" and origin.scope.endswith(f"engine: {engine}")
     assert origin.method == "measured"
+
+
+VLLM_TWIN = "aisimulate/llama-3.1-70b-instruct-h200-fp8-vllm-tp1.yaml"
+
+
+def test_tokenisation_is_the_admissions_per_token_part() -> None:
+    """Guards fix 16: the front end's per-prompt work is host_admission_per_token x isl
+    (the vLLM set's fitted 4 us per token), without the per-request part."""
+    from latencykernel.validation.predict import tokenisation_s
+
+    k = lk.open(VLLM_TWIN)
+    assert tokenisation_s(k, 1000) == pytest.approx(4e-6 * 1000, abs=2e-9)
+    assert tokenisation_s(k, 8000) == pytest.approx(4e-6 * 8000, abs=2e-9)
+
+
+def test_prompts_queue_at_the_tokeniser_only_when_clients_share_it() -> None:
+    """Guards fix 16: against the same deployment whose admission has no per-token part,
+    one client pays only its own tokenisation, while at 16 and 64 clients the TTFT gap
+    grows past it (the prompts of the round's other clients are tokenised first), and
+    TPOT never moves."""
+    from latencykernel.validation.predict import tokenisation_s
+
+    k = lk.open(VLLM_TWIN)
+
+    class Untokenised:
+        def __init__(self, inner: Any) -> None:
+            self._inner = inner
+
+        def admission_overhead(self, n: int) -> float:
+            return float(self._inner.admission_overhead(n)) - 4e-6 * n
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._inner, name)
+
+    plain = Untokenised(k)
+    assert tokenisation_s(plain, 1000) == pytest.approx(0.0, abs=2e-9)
+    dep = Deployment(scenario=VLLM_TWIN)
+    gaps = []
+    for c in (1, 16, 64):
+        p = Point("x", dep, 1000, 1000, concurrency=c, range_ratio=1 / 9)
+        on, off = closed_form_prediction(k, p), closed_form_prediction(plain, p)
+        assert on.tpot.mean == off.tpot.mean
+        assert on.ttft.mean is not None and off.ttft.mean is not None
+        gaps.append(on.ttft.mean - off.ttft.mean)
+    assert gaps[0] == pytest.approx(4e-6 * 1000, abs=1e-8)
+    assert gaps[0] < gaps[1] < gaps[2]

@@ -26,6 +26,7 @@ from latencykernel.kernel.geometry import (
 )
 from latencykernel.kernel.lifting import lift_coefficients, lift_compute
 from latencykernel.kernel.memory import MemoryBreakdown, fixed_memory
+from latencykernel.price.recurrent import rank_decode_rate
 from latencykernel.resolve.coefficients import Coefficients, DeploymentScope, resolve_coefficients
 from latencykernel.resolve.dtypes import DTYPE_BYTES
 from latencykernel.resolve.layout import Layout, Override, resolve_layout
@@ -105,7 +106,9 @@ def new(inputs: Inputs) -> Kernel:
         attn_by_kind=lifted.attn_by_kind,
         prefill_floor_s=lifted.prefill_floor_s,
         prefill_scale=lifted.prefill_scale,
-        recurrent_by_kind=lifted.recurrent_by_kind,
+        recurrent_by_kind={
+            k: (floor, rank_decode_rate(rate, layout.tp)) for k, (floor, rate) in lifted.recurrent_by_kind.items()
+        },
         collectives=costs,
         kv_bytes_per_token=kv.bytes_per_token,
         kv_layers=geo.kv_layers,

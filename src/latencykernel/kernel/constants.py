@@ -44,7 +44,8 @@ class StepConstants:
     attn_floor_s, attn_rate_bytes_per_s   the part-wide decode-attention pair
     attn_by_kind           the decode-attention pair per attention kind, where measured
     prefill_floor_s, prefill_scale        prefill-attention floor and efficiency scale
-    recurrent_by_kind      (floor_s, tokens_per_s) of each recurrent kind's update
+    recurrent_by_kind      (floor_s, tokens_per_s) of each recurrent kind's update, per rank
+                           (``price.recurrent.rank_decode_rate``)
     collectives            each (op, group) a step may charge, with its price (None: unpriced)
     kv_bytes_per_token, kv_layers, block_size   KV geometry (``price.kv``)
     dcp_shards_all_kv_layers, mla_context_chunk DCP capacity rule; MLA context-gather chunk

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["CHUNK_TOKENS", "chunked_prefill_share_s", "chunked_recurrent_flops_per_token", "recurrent_update_s"]
+__all__ = [
+    "CHUNK_TOKENS",
+    "chunked_prefill_share_s",
+    "chunked_recurrent_flops_per_token",
+    "rank_decode_rate",
+    "recurrent_update_s",
+]
 
 CHUNK_TOKENS = 64  # chunk length of the chunked (WY / SSD) prefill kernels
 
@@ -27,6 +33,36 @@ def chunked_recurrent_flops_per_token(n_heads: int, key_dim: int, value_dim: int
     return float(n_heads) * (6.0 * key_dim * value_dim + 4.0 * chunk * key_dim)
 
 
+def rank_decode_rate(layer_tokens_per_s: float, tp: int) -> float:
+    """Decode tokens per second one tensor-parallel rank's share of a recurrent layer
+    updates, from the registry's whole-layer rate.
+
+    rate_rank = rate_layer · tp
+
+    The registry's decode rates (``recurrent_decode_rate_<kind>``, cost-model-recurrent)
+    are fitted on kernel sweeps at the model's own head geometry, all heads on one GPU
+    ("fitted at num_k_heads=96, which is what Kimi-K3's graph declares; the kernel's
+    coefficient carries no head term"; the GDN entries likewise at the catalog GDN model's
+    geometry). vLLM shards the mixer's heads over the tensor-parallel ranks (divergence V6
+    divides the state the same way), and the decode kernels' work is per head: the fused
+    GDN update runs one program per (value block, sequence x head of this rank)
+    (``fused_recurrent_gated_delta_rule``, vllm/model_executor/layers/fla/ops/
+    fused_recurrent.py), reading and writing that head's d_k x d_v state. So a rank holding
+    1/tp of the heads updates a token in 1/tp of the whole layer's time; the per-call floor
+    is unchanged. Before, every rank paid the whole layer: at TP8 Qwen3.5-397B's 45 GDN
+    layers cost 62 us per decoding request per step on B200 (0.724 tokens/us each), and
+    the priced per-request slope of its InferenceX sweeps' decode steps was 1.2-1.6x the
+    measured TPOT slope (bench/analyse_fit.py).
+
+    Evidence (InferenceX, closed form; docs/accuracy.md fix 14): TPOT shape / MAPE fit 7.22
+    / 11.95 -> 7.02 / 11.56 %, evaluation 8.76 / 13.46 -> 8.61 / 12.91 %; Qwen3.5's TPOT
+    MAE fit 22.6 -> 15.1 %, evaluation 16.4 -> 11.2 %. Its TTFT, priced low at high
+    concurrency already, moves the other way (fit 29.0 -> 29.7 %, evaluation 26.5 ->
+    27.5 %): cheaper decode steps shorten the priced prompt queue. Nothing is fitted: the
+    exponent of tp is the head split's (0.5 scored 7.08 / 11.67 and 8.53 / 12.94 %)."""
+    return layer_tokens_per_s * max(int(tp), 1)
+
+
 def recurrent_update_s(
     decode_tokens: float,
     prefill_tokens: float,
@@ -41,7 +77,8 @@ def recurrent_update_s(
     t = floor + decode_tokens / decode_rate + prefill_tokens · F / (peak · eff)
 
     Decodes step the recurrence one token at a time at the fitted decode rate
-    (cost-model-recurrent, the fused recurrent kernels); prompt tokens go through the
+    (cost-model-recurrent, the fused recurrent kernels; per rank, ``rank_decode_rate``);
+    prompt tokens go through the
     chunked kernels at GEMM efficiency (``chunked_recurrent_flops_per_token``, divided over
     tensor-parallel ranks by the caller). Pricing prompt tokens at the decode rate made an
     8,192-token Qwen3.5-397B prefill (bf16, TP8, B200) 578 ms of SM alone, against 318 ms
