@@ -14,6 +14,7 @@ import numpy as np
 
 from latencykernel.errors import LatencyKernelError, RefusedError
 from latencykernel.serving.config import EngineConfig, resolve_engine
+from latencykernel.serving.frontend import tokenisation_s
 from latencykernel.serving.result import Distribution, ServingResult
 from latencykernel.serving.run_price import bad_time
 from latencykernel.serving.sim import Pool, Simulation
@@ -190,11 +191,18 @@ def simulate(
     if cfg0.scheduling_policy == "priority":
         notes.append(("scheduling_policy", "priority", "every request has priority 0: scheduled and preempted as FCFS"))
     phase = rng.random(len(reqs)) if cfg0.num_speculative_tokens else None
+    tokenise = None
+    if cfg0.tokeniser_queue:  # the front end's one tokeniser (frontend.py), shared by every pool's clients
+
+        def tokenise(p: int) -> float:
+            return tokenisation_s(first.admission_overhead, p)
+
     last = pools[-1].model
     sim = Simulation(
         pools,
         reqs,
         admission_s=first.admission_overhead,
+        tokenise_s=tokenise,
         output_token_s=_time("output_token_overhead()", last.output_token_overhead()),
         completion_s=_time("completion_overhead()", last.completion_overhead()),
         transfer_s=transfer,

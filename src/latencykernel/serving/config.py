@@ -36,6 +36,9 @@ ENGINE_KEYS: dict[str, str] = {
     "lockstep_data_parallel": "the DP ranks step together (attention DP under a MoE layer)",
     "step_price": "which step time the clock advances by: no_overlap (default) or overlap",
     "skip_ahead": "price runs of identical decode steps in one vectorised call (default True)",
+    "batch_wait_timeout_iters": "TensorRT-LLM's batch waiting: steps a prompt may be held while others decode (0: off)",
+    "batch_wait_max_tokens_ratio": "TensorRT-LLM's batch waiting: release once held prompts + decodes reach this share of the budget",
+    "tokeniser_queue": "the admission's per-prompt-token part queues at the API server's one tokeniser (default True)",
 }
 
 
@@ -65,6 +68,9 @@ class EngineConfig:
     decode_threshold: int
     overlap: bool
     skip_ahead: bool
+    tokeniser_queue: bool = True
+    batch_wait_iters: int = 0
+    batch_wait_ratio: float = 0.0
 
 
 def _int(name: str, v: Any, low: int) -> int:
@@ -216,6 +222,29 @@ def resolve_engine(model: StepModel, engine: dict[str, Any]) -> tuple[EngineConf
     if "step_price" not in engine:
         notes.append(("step_price", "no_overlap", "the step model's one number (resources take turns)"))
     skip = _bool("skip_ahead", engine.get("skip_ahead", True))
+    tokq = _bool("tokeniser_queue", engine.get("tokeniser_queue", True))
+    bw = _int("batch_wait_timeout_iters", engine.get("batch_wait_timeout_iters", 0), 0)
+    bwr = real("batch_wait_max_tokens_ratio", engine.get("batch_wait_max_tokens_ratio", 0.0))
+    if not 0.0 <= bwr <= 1.0:
+        raise LatencyKernelError(f"batch_wait_max_tokens_ratio must be in [0, 1], got {bwr!r}")
+    if bw:
+        notes.append(
+            (
+                "batch_wait_timeout_iters",
+                str(bw),
+                "TensorRT-LLM's batch waiting: while others decode, prompts are held up to this many steps, or until "
+                f"held prompts + decodes reach {bwr:g} x max_num_batched_tokens (off under attention DP)",
+            )
+        )
+    if "tokeniser_queue" not in engine:
+        notes.append(
+            (
+                "tokeniser_queue",
+                "True",
+                "the admission's per-prompt-token part (admission(2p) - admission(p)) is served one prompt at a time "
+                "for every client, as vLLM's API server tokenises in its one event loop (serving/frontend.py)",
+            )
+        )
     if not math.isfinite(accepted):
         raise LatencyKernelError("acceptance must be finite")
     cfg = EngineConfig(
@@ -240,5 +269,8 @@ def resolve_engine(model: StepModel, engine: dict[str, Any]) -> tuple[EngineConf
         decode_threshold=int(lim.decode_threshold),
         overlap=price == "overlap",
         skip_ahead=skip,
+        tokeniser_queue=tokq,
+        batch_wait_iters=bw,
+        batch_wait_ratio=bwr,
     )
     return cfg, notes

@@ -39,7 +39,7 @@ _ALL, _SUM = np.logical_and.reduce, np.add.reduce  # bound once: cheaper to call
 class Rank:
     """One scheduler: an engine core of a replica, or one attention-DP rank."""
 
-    __slots__ = ("index", "running", "waiting", "free", "shared", "usable", "engine")
+    __slots__ = ("index", "running", "waiting", "free", "shared", "usable", "engine", "held")
 
     def __init__(self, index: int, usable_blocks: int, engine: int) -> None:
         self.index = index
@@ -49,6 +49,7 @@ class Rank:
         self.shared = 0  # prefix-cache blocks resident once for every request sharing them
         self.usable = usable_blocks
         self.engine = engine
+        self.held = 0  # steps its prompts have been held by batch waiting since the last release
 
     def load_score(self) -> int:
         """vLLM's DP load balancer score: waiting × 4 + running
@@ -197,6 +198,9 @@ def schedule(sim: Simulation, rk: Rank) -> tuple[list[tuple[int, int, int, int, 
         pc = cfg.enable_prefix_caching
         chunked = cfg.enable_chunked_prefill
         mns = cfg.max_num_seqs
+        mark = len(plan)  # where the admissions start
+        bw = cfg.batch_wait_iters
+        undo: list[tuple[int, int, int, float, int, int]] = []
         while waiting and budget > 0:
             if len(running) == mns:  # max_num_seqs
                 break
@@ -227,6 +231,8 @@ def schedule(sim: Simulation, rk: Rank) -> tuple[list[tuple[int, int, int, int, 
             extra_shared = hb - rk.shared if hb > rk.shared else 0
             if need + extra_shared > rk.free:  # allocate_slots returns None: stop admitting
                 break
+            if bw:
+                undo.append((r, comp[r], o, sim.first_sched[r], need + extra_shared, extra_shared))
             waiting.popleft()
             running.append(r)
             rk.free -= need + extra_shared
@@ -240,4 +246,44 @@ def schedule(sim: Simulation, rk: Rank) -> tuple[list[tuple[int, int, int, int, 
                 sim.first_sched[r] = sim.now
             plan.append((r, new, c, e, False))
             budget -= new
+        if undo:
+            _batch_wait(sim, rk, plan, mark, undo)
     return plan, preempted
+
+
+def _batch_wait(
+    sim: Simulation,
+    rk: Rank,
+    plan: list[tuple[int, int, int, int, bool]],
+    mark: int,
+    undo: list[tuple[int, int, int, float, int, int]],
+) -> None:
+    """TensorRT-LLM's batch waiting over this step's admissions (``plan[mark:]``; ``undo``:
+    each one's state before it). The rule (tensorrt_llm/_torch/pyexecutor/py_executor.py,
+    ``PyExecutor._schedule`` and ``_waiting_requests``): with ``batch_wait_timeout_iters`` W
+    > 0, while generation requests are scheduled (and attention DP is off), the scheduled
+    context requests are held, one step counted per hold, until the count reaches W or the
+    scheduled tokens (held prompts plus one per decoding request) reach
+    ``batch_wait_max_tokens_ratio`` x max_num_tokens; then all held prompts go together and
+    the count restarts. A held prompt goes back to the head of the waiting queue with its
+    blocks returned (KNOWN DIVERGENCE S4: TensorRT-LLM keeps a held request's KV slot; here
+    it is allocated again on release)."""
+    cfg = sim.cfg[rk.engine]
+    ndec = sum(1 for x in plan[:mark] if x[4])
+    if ndec and not cfg.lockstep and rk.held < cfg.batch_wait_iters:
+        tokens = ndec + sum(x[1] for x in plan[mark:])
+        if tokens < cfg.batch_wait_ratio * cfg.max_num_batched_tokens:
+            for r, c, o, fs, blocks, shared in reversed(undo):
+                rk.running.pop()
+                rk.waiting.appendleft(r)
+                rk.free += blocks
+                rk.shared -= shared
+                sim.blk[r] = 0
+                sim.hitb[r] = 0
+                sim.comp[r] = c
+                sim.outs[r] = o
+                sim.first_sched[r] = fs
+            del plan[mark:]
+            rk.held += 1
+            return
+    rk.held = 0

@@ -10,7 +10,9 @@ Host overheads, from the step model (values of the BLIS cost model):
 
 - per step: inside the step price (the model's host resource);
 - per admitted request: ``admission_overhead(prompt)`` between the client's send and the
-  request reaching the engine's waiting queue (frontend work, concurrent with steps);
+  request reaching the engine's waiting queue (frontend work, concurrent with steps), after
+  any wait for the API server's tokeniser: the admission's per-prompt-token part is served
+  one prompt at a time for every client (``frontend.py``);
 - per output token: ``output_token_overhead()`` added to every client-observed gap per token
   emitted, as the BLIS simulator charges it (its ITL entry is the step advance plus tokens ×
   OutputTokenProcessingTime); the engine clock does not wait for it;
@@ -67,6 +69,7 @@ class Simulation:
         output_token_s: float,
         completion_s: float,
         transfer_s: Callable[[int], float] | None = None,
+        tokenise_s: Callable[[int], float] | None = None,
         phase: np.ndarray | None = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> None:
@@ -106,6 +109,9 @@ class Simulation:
         self.first_client_a, self.osl_a = view(self.first_client), view(self.osl)
         self.phase = phase if phase is not None else np.zeros(n)
         self.admission_s = admission_s
+        self.tokenise_s = tokenise_s  # the front end's one tokeniser (frontend.py); None: no queue
+        self._tok: dict[int, float] = {}
+        self.tok_free = 0.0  # when the tokeniser next falls idle
         self.otpt = output_token_s
         self.completion_s = completion_s
         self.transfer_s = transfer_s
@@ -161,7 +167,21 @@ class Simulation:
         self.in_flight += 1
         if self.in_flight > self.max_in_flight_seen:
             self.max_in_flight_seen = self.in_flight
-        self._push(t + self._admission(self.prompt[r]), r)
+        p = self.prompt[r]
+        adm = self._admission(p)
+        if self.tokenise_s is not None:
+            # FCFS at the tokeniser: a request waits for the ones sent before it
+            tok = self._tok.get(p)
+            if tok is None:
+                tok = self.tokenise_s(p)
+                if not 0.0 <= tok < INF:
+                    raise bad_time(f"admission_overhead's per-token part (at {p} and {2 * p} tokens)", tok)
+                self._tok[p] = tok
+            start = self.tok_free if self.tok_free > t else t
+            self.tok_free = start + tok
+            self._push(start + adm, r)
+            return
+        self._push(t + adm, r)
 
     def _admission(self, prompt: int) -> float:
         """The step model's admission overhead for a prompt length, asked once per length
@@ -463,7 +483,13 @@ class Simulation:
                 self._finish(rk, r, t)
 
     def _release(self, rk: Rank, r: int) -> None:
-        rk.running.remove(r)
+        try:
+            rk.running.remove(r)
+        except ValueError:
+            # preempted (async scheduling) while the step that emits its last token ran: that
+            # output still counts and the request leaves the waiting queue, as vLLM's
+            # Scheduler.update_from_output removes its stopped_preempted_reqs
+            rk.waiting.remove(r)
         rk.free += self.blk[r]
         self.blk[r] = 0
         self.hitb[r] = 0

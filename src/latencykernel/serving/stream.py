@@ -70,6 +70,7 @@ def applies(sim: Simulation, eng: Engine) -> bool:
         and cfg.num_speculative_tokens == 0
         and cfg.lookahead == 0
         and not sim.disagg
+        and not cfg.batch_wait_iters  # TensorRT-LLM's batch waiting holds prompts: the ordinary path
     )
 
 

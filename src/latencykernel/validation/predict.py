@@ -299,26 +299,19 @@ def prompt_service_s(model: Any, isl: float, osl: float, per_rank: int, marginal
 
 
 def tokenisation_s(model: Any, isl: float) -> float:
-    """Seconds the API server spends on one prompt's tokens before the engine sees it: the
-    per-prompt-token part of the admission (``host_admission_per_token`` x isl; the
-    admission of 2 isl tokens less that of isl, so the per-request part cancels).
-
-    The rule: vLLM's API server turns a prompt into engine inputs (tokenisation and input
-    processing, ``AsyncLLM.add_request`` -> ``Processor.process_inputs``, vllm/v1/engine/
-    async_llm.py) in its one asyncio event loop, one request after another; SGLang's
-    ``TokenizerManager`` and TensorRT-LLM's ``trtllm-serve`` front end likewise tokenise in
-    one process. So this part of the admission is a single server that every client of the
-    deployment queues for (all data-parallel ranks share the front end), while the
-    per-request part (17 ms on vLLM, fix 13 refitted) is a latency each request pays alone: queueing
-    the whole admission priced the fit half's TTFT at 33.4 % MAPE.
+    """Seconds the API server spends on one prompt's tokens before the engine sees it, a
+    single server every client of the deployment queues for (all data-parallel ranks share
+    the front end): ``serving.frontend.tokenisation_s`` (the rule, its vLLM source and its
+    evidence) over the step model's admission, at ``isl`` tokens.
 
     Evidence (InferenceX, closed form, after fix 15; fix 16 of docs/accuracy.md): with the
     tokeniser queue over the closed loop's rounds TTFT MAPE fit 21.41 -> 21.06 %,
     evaluation 30.12 -> 29.32 %; TPOT does not move. The gain is at 17-64 clients on every
     vLLM workload (fit signed error 1k1k -25 -> -19 %, 8k1k -15 -> -8 %, 1k8k -19 -> -13
     %), where TTFT grew faster with clients than the engine's queue alone priced."""
-    n = max(int(round(isl)), 1)
-    return max(float(model.admission_overhead(2 * n)) - float(model.admission_overhead(n)), 0.0)
+    from latencykernel.serving.frontend import tokenisation_s as front_end_s
+
+    return front_end_s(model.admission_overhead, int(round(isl)))
 
 
 def closed_form_prediction(model: Any, point: Point) -> Prediction:
@@ -395,7 +388,11 @@ def serving_prediction(model: Any, point: Point) -> Prediction:
     osl: Any = max(int(round(point.osl)), 1)
     if point.range_ratio > 0:
         isl, osl = RandomRange(isl, point.range_ratio), RandomRange(osl, point.range_ratio)
-    r = estimate(model, isl=isl, osl=osl, concurrency=point.concurrency, request_rate=point.request_rate)
+    engine: dict[str, Any] = {}
+    if point.batch_wait_timeout_iters > 0:  # TensorRT-LLM's batch waiting, as the run set it
+        engine["batch_wait_timeout_iters"] = point.batch_wait_timeout_iters
+        engine["batch_wait_max_tokens_ratio"] = point.batch_wait_max_tokens_ratio
+    r = estimate(model, isl=isl, osl=osl, concurrency=point.concurrency, request_rate=point.request_rate, **engine)
     return Prediction(ttft=_dist(r.ttft), tpot=_dist(r.tpot), itl=_dist(r.itl), method="serving simulation")
 
 
