@@ -74,6 +74,12 @@ CASES = [
     # a closed loop: completions send the next requests inside the stream
     ("closed", {}, ClosedLoop(5, RandomRange(30, 0.5), RandomRange(60, 0.9), num_prompts=40), {}),
     ("closed-async", {"async_scheduling": True}, ClosedLoop(5, RandomRange(30, 0.5), RandomRange(60, 0.9), 40), {}),
+    # data-parallel replicas: the stream takes every engine's steps, earliest launch first,
+    # and arrivals go to the least loaded; idle replicas wake outside it
+    ("dp", {"data_parallel_size": 3}, Poisson(12.0, RandomRange(30, 0.5), RandomRange(60, 0.9), 60), {}),
+    ("dp-async", {"data_parallel_size": 2, "async_scheduling": True}, Poisson(8.0, 30, RandomRange(60, 0.9), 60), {}),
+    ("dp-closed", {"data_parallel_size": 2}, ClosedLoop(6, RandomRange(30, 0.5), RandomRange(60, 0.9), 40), {}),
+    ("dp-sparse", {"data_parallel_size": 4}, Poisson(1.0, 20, 30, num_prompts=30), {}),
     # without chunked prefill a prompt the budget cannot take waits whole
     (
         "no-chunking",
@@ -100,19 +106,20 @@ def test_stream_equals_step_by_step(name: str, engine: dict[str, Any], wl: Any, 
     asy=st.booleans(),
     blocks=st.sampled_from([1000, 90, 45]),
     seqs=st.sampled_from([8, 3]),
+    dp=st.sampled_from([1, 1, 2, 3]),
 )
 def test_stream_equals_step_by_step_on_random_traces(
-    rows: list[tuple[float, int, int]], asy: bool, blocks: int, seqs: int
+    rows: list[tuple[float, int, int]], asy: bool, blocks: int, seqs: int, dp: int
 ) -> None:
     """Guards the same over random traces: arrivals at any times (ties included), prompts up
     to past the 64-token budget, answers of one token up, a KV cache from ample to tight,
-    two seat limits, both scheduling modes."""
+    two seat limits, both scheduling modes, one to three data-parallel replicas."""
     rows = sorted(rows)
     m = Summed(max_num_seqs=seqs)
     m.adm, m.otpt, m.comp = 0.004, 0.0002, 0.003
     if max(p for _, p, _ in rows) > blocks * 4:
         return  # a prompt no cache holds is refused (tested elsewhere)
-    engine = {"async_scheduling": asy, "num_gpu_blocks": blocks}
+    engine = {"async_scheduling": asy, "num_gpu_blocks": blocks, "data_parallel_size": dp}
     a = simulate(m, Trace(rows), **engine)
     ref = Summed(max_num_seqs=seqs)
     ref.adm, ref.otpt, ref.comp = m.adm, m.otpt, m.comp
@@ -132,12 +139,24 @@ def test_stream_is_used_on_an_open_loop_and_prices_each_step_once() -> None:
 
 def test_stream_equals_step_by_step_on_the_kernel() -> None:
     """Guards the stream on the kernel's own prices (``aggregate_step_time``): an open loop on
-    the guide deployment, in both scheduling modes."""
+    the guide deployment, in both scheduling modes, and over two replicas."""
     from test_serving_kernel import guide
 
     k = guide()
-    for asy in (False, True):
-        wl = Poisson(4.0, RandomRange(512, 0.9), RandomRange(128, 0.9), num_prompts=80)
-        a = simulate(k, wl, async_scheduling=asy)
-        b = simulate(k, wl, async_scheduling=asy, skip_ahead=False)
+    for asy, dp in ((False, 1), (True, 1), (True, 2)):
+        wl = Poisson(4.0 * dp, RandomRange(512, 0.9), RandomRange(128, 0.9), num_prompts=80)
+        kw = {"async_scheduling": asy, "data_parallel_size": dp, "lockstep_data_parallel": False}
+        a = simulate(k, wl, **kw)
+        b = simulate(k, wl, skip_ahead=False, **kw)
         same(a, b)
+
+
+def test_an_idle_replica_woken_inside_the_stream_launches_before_later_arrivals() -> None:
+    """Guards the routing order across replicas: replica 0 streams three long requests,
+    replica 1 has fallen idle, and two prompts arrive 0.5 ms apart within one of replica 0's
+    steps. The first wakes replica 1, which launches at once (admitting it: load score 1);
+    the second then goes to replica 1 (1 < 3). Routed together, before replica 1 launched, it
+    went to replica 0 (replica 1's score 4 with the first still waiting)."""
+    rows = [(0.0, 10, 300), (0.0, 10, 2), (0.0, 10, 300), (0.0, 10, 2), (0.0, 10, 300)]
+    rows += [(0.5, 10, 5), (0.5005, 10, 5)]
+    check({"data_parallel_size": 2}, Trace(rows))

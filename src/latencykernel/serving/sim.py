@@ -315,15 +315,20 @@ class Simulation:
     def _act(self, eng: Engine, bound: float, others: float = INF) -> None:
         """Engine ``eng`` launches its next step (or run of steps) at ``eng.t``: through the
         stream while it applies (``stream.py``), then as one step or a vectorised run."""
-        if eng.step1 is not None and self.streams:
-            t0 = eng.t
-            stream.stream(self, eng)
+        if self.streams and stream.stream(self):
             if self.completed >= self.n:
                 return
-            if eng.t != t0:
-                # the stream routed every event due by eng.t: the bounds from here
-                ta = self.arrivals[0][0] if self.arrivals else INF
-                bound = min(ta, self._send_bound(self._next_client_time()), others)
+            lead = eng
+            for e in self.engines:
+                if e.t < lead.t or (e.t == lead.t and e.index < lead.index):
+                    lead = e
+            if lead is not eng or eng.t == INF:
+                return  # another engine launches first: the main loop takes it
+            # the stream stopped at eng's launch, every event due by then routed: the bounds
+            # from here
+            others = min((e.t for e in self.engines if e is not eng), default=INF)
+            ta = self.arrivals[0][0] if self.arrivals else INF
+            bound = min(ta, self._send_bound(self._next_client_time()), others)
         t = eng.t
         self.now = t
         cfg = eng.cfg

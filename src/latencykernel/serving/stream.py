@@ -65,7 +65,6 @@ def applies(sim: Simulation, eng: Engine) -> bool:
     return (
         cfg.skip_ahead
         and eng.step1 is not None
-        and len(sim.engines) == 1
         and len(eng.ranks) == 1
         and cfg.num_speculative_tokens == 0
         and cfg.lookahead == 0
@@ -109,57 +108,95 @@ class _Lazy:
         self.due[-a % bs] += 1
 
 
-def stream(sim: Simulation, eng: Engine) -> None:
-    """Take ``eng``'s steps from ``eng.t`` while the stream applies (see the module
-    docstring). On return, the simulation is where the step-by-step loop would have left it
-    at ``eng.t``: the columns written back, and under async scheduling the step launching
-    at ``eng.t`` decided as ``eng.pending``."""
+class _Eng:
+    """One engine in the stream: its lazy state, its next launch ``t``, the step whose
+    outputs come next (async: decided at the previous launch: its decodes' count and context
+    sum, its prompt rows and the requests it ends that are not members), the pending plan it
+    entered with, and its last step's duration."""
+
+    __slots__ = ("eng", "rk", "lz", "t", "step", "orig", "d_last")
+
+    def __init__(self, eng: Engine, lz: _Lazy, step: tuple[int, int, list, list], orig: Any) -> None:
+        self.eng = eng
+        self.rk = eng.ranks[0]
+        self.lz = lz
+        self.t = eng.t
+        self.step = step
+        self.orig = orig
+        self.d_last = INF  # no stretch is long before a step is priced
+
+
+def _enter(sim: Simulation, eng: Engine) -> _Eng | None:
+    """``eng`` in the stream at its next launch, or None where it cannot enter."""
     cfg = eng.cfg
-    asy = cfg.async_scheduling
-    if asy and eng.pending is None:
-        return
-    rk = eng.ranks[0]
-    bs = cfg.block_size
-    lz = _Lazy(bs)
-    t = eng.t
+    lz = _Lazy(cfg.block_size)
     orig = eng.pending
-    # the step whose outputs come next (async: decided at the previous launch): its decodes'
-    # count and context sum, its prompt rows (request, tokens) and the requests ending in it
-    if asy:
-        got = _enter_async(sim, eng, lz, t)
+    if cfg.async_scheduling:
+        if orig is None:
+            return None
+        got = _enter_async(sim, eng, lz, eng.t)
         if got is None:
-            return
-        step_n, step_s, step_rows, step_done = got
-    else:
-        if not _enter_sync(sim, lz, rk, t, bs):
-            return
-        step_n, step_s, step_rows, step_done = 0, 0, [], []
-    price = eng.step1
-    th = cfg.decode_threshold
-    overlap = cfg.overlap
-    mnbt = cfg.max_num_batched_tokens
-    mns = cfg.max_num_seqs
-    mml = sim.mml[eng.index]
-    thr = cfg.long_prefill_token_threshold
-    chunked = cfg.enable_chunked_prefill
-    pc = cfg.enable_prefix_caching
+            return None
+        return _Eng(eng, lz, got, orig)
+    if not _enter_sync(sim, lz, eng.ranks[0], eng.t, cfg.block_size):
+        return None
+    return _Eng(eng, lz, (0, 0, _NONE, _NONE), None)
+
+
+def stream(sim: Simulation) -> bool:
+    """Take the engines' steps, earliest launch first (the lowest index on a tie, as the main
+    loop), while the stream applies to every busy engine (see the module docstring). Returns
+    whether it took any. On return, the simulation is where the step-by-step loop would have
+    left it: every engine at its next launch, the columns written back, and under async
+    scheduling each engine's next step decided as its ``pending``."""
+    states: list[_Eng] = []
+    for e in sim.engines:
+        if e.t < INF:
+            st = _enter(sim, e)
+            if st is None:
+                for o in states:  # nothing taken: as they were
+                    o.eng.pending = o.orig
+                return False
+            states.append(st)
+    if not states:
+        return False
+    one = len(states) == 1 and len(sim.engines) == 1  # a long stretch may go to a vectorised run
     otpt = sim.otpt
     target, prompt, outs, hit, ext = sim.target, sim.prompt, sim.outs, sim.hit, sim.ext
-    waiting, running = rk.waiting, rk.running
     vals: list[float] = []
     wts: list[int] = []
-    kv_t, kv_u, usable = sim.kv_t, sim.kv_u, eng.usable
+    kv_t, kv_u = sim.kv_t, sim.kv_u
     bneck = sim.bottleneck
-    d_last = INF  # no stretch is long before a step is priced
     total = sim.n
     tick = max(total // 100, 1)
+    taken = 0
     nxt = _next_event(sim)
+    cur = states[0]
+    eng, rk, lz, t, d_last, step_n, step_s, step_rows, step_done = _state(cur)
+    asy, bs, price, th, overlap, mnbt, mns, mml, thr, chunked, pc, waiting, running, usable = _settings(sim, cur)
     while True:
         if sim.completed >= total:
             break  # the main loop stops here: nothing more is routed
+        st = cur
+        if not one:
+            st = states[0]
+            for o in states:
+                if o.eng.t < st.eng.t:  # strictly: the first engine wins a tie, as the main loop
+                    st = o
+            if st is not cur:
+                cur.t, cur.step, cur.d_last = t, (step_n, step_s, step_rows, step_done), d_last
+                cur = st
+                eng, rk, lz, t, d_last, step_n, step_s, step_rows, step_done = _state(cur)
+                asy, bs, price, th, overlap, mnbt, mns, mml, thr, chunked, pc, waiting, running, usable = _settings(
+                    sim, cur
+                )
+        if t == INF:
+            break  # every engine idle
         if nxt <= t:
-            _route(sim, t)
+            woke = _route(sim, t)
             nxt = _next_event(sim)
+            if woke:
+                break  # an idle engine woke: it launches first, and the ordinary path takes that step
         D = lz.X + 1
         # --- decision D, tried without effect first: decodes, their blocks, admissions
         n = lz.n
@@ -208,7 +245,7 @@ def stream(sim: Simulation, eng: Engine) -> None:
             rows = step_rows
         else:
             rows_n, rows_s, rows = n, lz.A + n * D, [(r, new) for r, new, _ in adm] if adm else _NONE
-        if not adm and not rows:
+        if one and not adm and not rows:
             # a long stretch of plain decodes ahead: a vectorised run costs less. With nobody
             # waiting it lasts until the next arrival (runs pass last tokens); with the
             # queue's head held (seats or blocks), until the next last token frees some
@@ -227,6 +264,7 @@ def stream(sim: Simulation, eng: Engine) -> None:
             e = price(rows_n, 1, rows_s, None, decode_threshold=th)
         if e is None:
             eng.step1 = None  # fixed for the engine: its price reads more than the sums
+            sim.streams = False
             break
         d = e.overlap if overlap else e.no_overlap
         if not 0.0 <= d < INF:
@@ -300,14 +338,47 @@ def stream(sim: Simulation, eng: Engine) -> None:
         d_last = d
         t = t_end
         eng.t = t
+        taken += 1
+    cur.t, cur.step, cur.d_last = t, (step_n, step_s, step_rows, step_done), d_last
     if vals:
         sim.itl_vals.append(np.array(vals, dtype=np.float64))
         sim.itl_wts.append(np.array(wts, dtype=np.int64))
-    sim.now = t
-    if asy and lz.X == 0:
-        eng.pending = orig  # no decision taken: step 0 stays pending as it was decided
-        return
-    _leave(sim, eng, lz, t, bs, (step_n, step_rows, step_done) if asy else None)
+    for st in states:
+        e = st.eng
+        sim.now = st.t
+        if e.cfg.async_scheduling and st.lz.X == 0:
+            e.pending = st.orig  # no decision taken: step 0 stays pending as it was decided
+            continue
+        n, _s, rows, done = st.step
+        _leave(sim, e, st.lz, st.t, e.cfg.block_size, (n, rows, done) if e.cfg.async_scheduling else None)
+    return taken > 0
+
+
+def _state(st: _Eng) -> tuple[Any, ...]:
+    """An engine's mutable stream state as the loop holds it in locals."""
+    return (st.eng, st.rk, st.lz, st.t, st.d_last, *st.step)
+
+
+def _settings(sim: Simulation, st: _Eng) -> tuple[Any, ...]:
+    """An engine's fixed settings as the loop holds them in locals."""
+    eng = st.eng
+    cfg = eng.cfg
+    return (
+        cfg.async_scheduling,
+        cfg.block_size,
+        eng.step1,
+        cfg.decode_threshold,
+        cfg.overlap,
+        cfg.max_num_batched_tokens,
+        cfg.max_num_seqs,
+        sim.mml[eng.index],
+        cfg.long_prefill_token_threshold,
+        cfg.enable_chunked_prefill,
+        cfg.enable_prefix_caching,
+        st.rk.waiting,
+        st.rk.running,
+        eng.usable,
+    )
 
 
 def _next_event(sim: Simulation) -> float:
@@ -317,10 +388,14 @@ def _next_event(sim: Simulation) -> float:
     return ts if ts < ta else ta
 
 
-def _route(sim: Simulation, t: float) -> None:
+def _route(sim: Simulation, t: float) -> bool:
     """Every client event and arrival due by ``t``, in the main loop's order (a client event
-    first on a tie, then an arrival, then the engine)."""
+    first on a tie, then an arrival, then the engine). Returns whether an arrival woke an
+    idle engine: it launches at that arrival's time, before anything later, so the routing
+    stops there (after the events due at that same time, which the main loop takes first)."""
     arrivals = sim.arrivals
+    engines = sim.engines
+    woke = False
     while True:
         ts = sim._next_client_time()
         ta = arrivals[0][0] if arrivals else INF
@@ -329,9 +404,16 @@ def _route(sim: Simulation, t: float) -> None:
             continue
         if ta <= t and ta < INF:
             ready, _, r = heapq.heappop(arrivals)
+            if len(engines) == 1:
+                sim._route(r, ready)  # one engine, in the stream: busy
+                continue
+            idle = sum(1 for e in engines if e.t == INF)
             sim._route(r, ready)
+            if sum(1 for e in engines if e.t == INF) < idle:
+                woke = True
+                t = ready
             continue
-        return
+        return woke
 
 
 def _finish_members(sim: Simulation, rk: Any, lz: _Lazy, fin: list[int], L: int, t: float, bs: int) -> None:
