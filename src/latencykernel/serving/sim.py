@@ -28,9 +28,10 @@ nobody waiting, a run goes on past a request's last token (``runs.py``). Such a
 run is priced in one vectorised ``step_times`` call and committed at once (``runs.py``); its results equal
 the step-by-step loop's exactly (tested).
 
-The stream: an engine of one rank whose steps are plain decodes beside at most whole fresh
-prompts takes them one at a time with its decodes kept as sums, admissions and last tokens
-included (``stream.py``); its results equal the step-by-step loop's exactly too (tested).
+The stream: where engines of one rank each take steps of plain decodes beside at most whole
+fresh prompts, it takes them one at a time with the decodes kept as sums, admissions and last
+tokens included (``stream.py``); its results equal the step-by-step loop's exactly too
+(tested).
 """
 
 from __future__ import annotations

@@ -19,12 +19,16 @@ arrival due by a decision before taking it, as the main loop does, and in async 
 it decides step D + 1 at step D's launch, before step D's outputs. The result is the
 step-by-step loop's exactly (tests/test_serving_stream.py).
 
-Where it applies: one engine of one rank (no data parallelism), no drafts, not a
-disaggregated pool, skip-ahead on, and a step model with ``aggregate_step_time``. It is
-entered at a step's launch when every running request is a plain decode that emitted at the
-previous step and whose KV blocks are exactly what its tokens fill (the allocator leaves
-them so). It stops, writing the request columns back, before the first decision it cannot
-take as a sum:
+Where it applies: engines of one rank each (one replica, or data-parallel replicas that
+step on their own; not attention-DP ranks in lockstep), no drafts, not a disaggregated pool,
+no batch waiting, skip-ahead on, and a step model with ``aggregate_step_time``. Replicas take
+their steps in one loop, the earliest launch first (the lowest index on a tie, as the main
+loop), and an arrival goes to the least loaded as the router sends it. It is entered at a
+launch when every busy engine's running requests are plain decodes that emitted at the
+previous step, with KV blocks exactly what their tokens fill (the allocator leaves them so).
+It stops, writing the request columns back, before the first decision it cannot take as a
+sum, or when an arrival wakes an idle replica (that replica launches at once, the ordinary
+way):
 
 - a decode the free pool cannot serve (the scheduler preempts there);
 - an admission that is not a whole fresh prompt (a chunk, a prefix-cache hit, a re-admission
