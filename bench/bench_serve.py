@@ -7,8 +7,9 @@ median and max over repeated runs, the target, and whether the median meets it.
 Figures, on the guide's deployment (DeepSeek-V3, H200 x8), 1,024 prompt / 1,024 output tokens:
 one closed-loop point at concurrency 64 (640 prompts); a 10-point concurrency sweep (1 to 512,
 10 x concurrency prompts each); a 10,000-request Poisson run at a rate the deployment
-sustains (2 req/s, about half its capacity) and one it cannot (8 req/s, saturated). The
-kernel is opened once, outside the timings.
+sustains (2 req/s, about half its capacity) and one it cannot (8 req/s, saturated); and
+4 req/s over two replicas of it (data parallel, each stepping on its own). The kernel is
+opened once, outside the timings.
 """
 
 from __future__ import annotations
@@ -76,6 +77,18 @@ def main() -> None:
             "Poisson 8 req/s (saturated), 10,000",
             None,
             timed(lambda: simulate(k, Poisson(8.0, 1024, 1024, 10000)), few),
+        )
+    )
+    rows.append(
+        (
+            "Poisson 4 req/s, 2 replicas (DP2), 10,000",
+            None,
+            timed(
+                lambda: simulate(
+                    k, Poisson(4.0, 1024, 1024, 10000), data_parallel_size=2, lockstep_data_parallel=False
+                ),
+                few,
+            ),
         )
     )
     print(f"{'figure':<40} {'min':>10} {'median':>10} {'max':>10} {'cpu med':>10} {'target':>10}")

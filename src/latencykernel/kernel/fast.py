@@ -343,6 +343,14 @@ class FastPlan:
         not a decode (1 <= width <= th), or ``price`` would hand the batch back."""
         if self.specs or not 1 <= width <= th:
             return None
+        if not S and n_dec and not self.needs_ndecode:
+            # plain decodes: straight to _priced's memo of the shape (its no-prefill branch)
+            T = width * n_dec
+            key = (T, width == self.width, sm_budget, sumc_dec > 0)
+            stage = self._stages.get(key)
+            if stage is None:
+                return self._priced(n_dec, T, width == self.width, None, sumc_dec, S, C, th, sm_budget)
+            return _finish(stage, T + sumc_dec, T + sumc_dec, [])
         n = n_dec + len(S)
         if n == 0:
             return (0.0, 0.0, 0.0, 0.0, self.empty_host[0], 0.0)
