@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from latencykernel.errors import LatencyKernelError
+from latencykernel.errors import LatencyKernelError, RefusedError
 from latencykernel.serving import ClosedLoop, Poisson, Trace, simulate
 from latencykernel.serving.frontend import tokenisation_s
 from test_serving_sim import Affine, _same
@@ -146,3 +146,76 @@ def test_a_request_preempted_with_its_last_token_in_flight_finishes(
     assert r.total_output_tokens == 90
     (rk,) = [rk for e in sims[0].engines for rk in e.ranks]
     assert not rk.waiting and not rk.running and rk.free == rk.usable
+
+
+def test_batch_waiting_holds_each_chunk_and_counts_whole_prompts() -> None:
+    """Guards batch waiting's reading of TensorRT-LLM's rule (PyExecutor._waiting_requests):
+    every scheduled context request is held, a prompt's later chunks included, and its whole
+    token count is weighed against the ratio, not the chunk's. With chunks capped at 16 tokens,
+    a 40-token prompt (16 + 16 + 8; 41 tokens with the decode, below 0.9 x 64) has each of its
+    three chunks held 3 steps: its last chunk runs 9 steps later. A 60-token prompt (61 tokens
+    with the decode) is released at once although its 16-token chunk alone is below the ratio."""
+    kw = {"skip_ahead": False, "long_prefill_token_threshold": 16}
+    bw = {"batch_wait_timeout_iters": 3, "batch_wait_max_tokens_ratio": 0.9}
+    wl = Trace([(0.0, 6, 80), (0.05, 40, 4)])
+    base, held = Affine(), Affine()
+    simulate(base, wl, **kw)
+    simulate(held, wl, **kw, **bw)
+    assert _prefill_step(held, 8) - _prefill_step(base, 8) == 9
+    wl = Trace([(0.0, 8, 80), (0.05, 60, 4)])
+    base, held = Affine(), Affine()
+    simulate(base, wl, **kw)
+    simulate(held, wl, **kw, **bw)
+    assert _prefill_step(held, 16) == _prefill_step(base, 16)
+
+
+class StepAdmission(Affine):
+    """``Affine`` whose admission is 0.6 s for a prompt over 50 tokens, else 20 ms (not affine)."""
+
+    def admission_overhead(self, prompt_tokens: int) -> float:
+        return 0.6 if prompt_tokens > 50 else 0.02
+
+
+@pytest.mark.parametrize("queue", [False, True])
+def test_runs_stop_for_a_later_send_that_arrives_first(queue: bool) -> None:
+    """Guards the bound a vectorised run stops at: two requests sent together at 0.5 s, the
+    first with a 0.6 s admission and the second with 20 ms, so the second arrives first.
+    The run used to stop only at the first's arrival and passed the second's (its TTFT came
+    out 0.62 s instead of 38 ms). Equal to the step-by-step loop, with the tokeniser queue
+    on and off."""
+    wl = Trace([(0.0, 8, 200), (0.5, 60, 5), (0.5, 2, 5)])
+    a = simulate(StepAdmission(), wl, tokeniser_queue=queue)
+    b = simulate(StepAdmission(), wl, tokeniser_queue=queue, skip_ahead=False)
+    _same(a, b)
+    assert a.per_request["ttft"][2] < 0.1
+
+
+@pytest.mark.parametrize("asy", [False, True])
+def test_a_request_the_resident_prefix_blocks_leave_no_room_for_is_refused(asy: bool) -> None:
+    """Guards a hang (async scheduling) and an 'internal error' stall: the first request's 40
+    cached prefix blocks stay resident (divergence S1), and the second, alone on the rank,
+    cannot get its blocks beside them; every retry would preempt it again. It is refused,
+    naming num_gpu_blocks."""
+    with pytest.raises(RefusedError) as e:
+        simulate(
+            Affine(block_size=1),
+            Trace([(0.0, 40, 1, 40), (1.0, 30, 1, 0)]),
+            num_gpu_blocks=50,
+            enable_prefix_caching=True,
+            long_prefill_token_threshold=8,
+            async_scheduling=asy,
+            skip_ahead=False,
+        )
+    assert e.value.setting == "num_gpu_blocks" and "prefix-cache" in str(e.value)
+
+
+def test_progress_reports_each_hundredth_once() -> None:
+    """Guards duplicate progress calls (the stream and the main loop both reported): the
+    calls strictly increase and end at the total."""
+    from test_serving_stream import Summed
+
+    seen: list[int] = []
+    simulate(
+        Summed(), Poisson(20.0, 20, 30, num_prompts=300), data_parallel_size=2, progress=lambda d, n: seen.append(d)
+    )
+    assert seen == sorted(set(seen)) and seen[-1] == 300

@@ -67,7 +67,7 @@ __all__ = [
 ]
 
 _NS = 1e-9
-_STAGES = 4096  # batch shapes whose context-free part a plan keeps (FastPlan._stage)
+_STAGES = 1024  # batch shapes whose context-free part a plan keeps (FastPlan._stage; ~1 KB each)
 _tuple_new = tuple.__new__
 _SM, _HBM, _NVLINK, _NIC, _HOST = RESOURCES
 

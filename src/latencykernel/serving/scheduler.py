@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from latencykernel.errors import RefusedError
+
 if TYPE_CHECKING:
     from latencykernel.serving.sim import Simulation
 
@@ -127,6 +129,10 @@ def schedule(sim: Simulation, rk: Rank) -> tuple[list[tuple[int, int, int, int, 
     running = rk.running
     preempted = False
 
+    # TensorRT-LLM's batch waiting (_batch_wait): each prompt chunk's state before this step
+    bw = cfg.batch_wait_iters
+    undo: list[tuple[int, int, int, int, float, int, int, bool]] = []
+
     # --- running requests first (Scheduler.schedule, "First, schedule the RUNNING requests")
     i = 0
     if k == 0 and la == 0 and len(running) >= FAST_MIN:
@@ -171,9 +177,13 @@ def schedule(sim: Simulation, rk: Rank) -> tuple[list[tuple[int, int, int, int, 
             preempted = True
             if victim == r:
                 scheduled = False
+                if not running:
+                    _cannot_fit(sim, rk, r)
                 break
         if not scheduled:
             break
+        if bw and not decoding:
+            undo.append((r, c, o, blk[r], sim.first_sched[r], need if need > 0 else 0, 0, False))
         if need > 0:
             blk[r] += need
             rk.free -= need
@@ -198,9 +208,6 @@ def schedule(sim: Simulation, rk: Rank) -> tuple[list[tuple[int, int, int, int, 
         pc = cfg.enable_prefix_caching
         chunked = cfg.enable_chunked_prefill
         mns = cfg.max_num_seqs
-        mark = len(plan)  # where the admissions start
-        bw = cfg.batch_wait_iters
-        undo: list[tuple[int, int, int, float, int, int]] = []
         while waiting and budget > 0:
             if len(running) == mns:  # max_num_seqs
                 break
@@ -232,7 +239,7 @@ def schedule(sim: Simulation, rk: Rank) -> tuple[list[tuple[int, int, int, int, 
             if need + extra_shared > rk.free:  # allocate_slots returns None: stop admitting
                 break
             if bw:
-                undo.append((r, comp[r], o, sim.first_sched[r], need + extra_shared, extra_shared))
+                undo.append((r, comp[r], o, 0, sim.first_sched[r], need + extra_shared, extra_shared, True))
             waiting.popleft()
             running.append(r)
             rk.free -= need + extra_shared
@@ -246,44 +253,61 @@ def schedule(sim: Simulation, rk: Rank) -> tuple[list[tuple[int, int, int, int, 
                 sim.first_sched[r] = sim.now
             plan.append((r, new, c, e, False))
             budget -= new
-        if undo:
-            _batch_wait(sim, rk, plan, mark, undo)
+    if undo:
+        _batch_wait(sim, rk, plan, undo)
     return plan, preempted
+
+
+def _cannot_fit(sim: Simulation, rk: Rank, r: int) -> None:
+    """Refuse request ``r``: alone on its rank, it preempted itself for want of a block.
+    Nothing else holds blocks but the resident prefix-cache ones, which this simulation never
+    evicts (divergence S1, marked at its site below), so every retry would do the same (a loop under async
+    scheduling, a stall without it). vLLM would evict cached blocks to serve it."""
+    raise RefusedError(
+        f"request {r} ({sim.prompt[r]} prompt + {sim.target[r]} output tokens) cannot be served: alone on its "
+        f"rank it needs more KV blocks than the {rk.usable} usable ones hold beside the {rk.shared} resident "
+        "prefix-cache blocks, which this simulation never evicts (divergence S1); raise num_gpu_blocks, lower the "
+        "prefix hits, or turn off enable_prefix_caching",
+        setting="num_gpu_blocks",
+        value=rk.usable + 1,
+    )
 
 
 def _batch_wait(
     sim: Simulation,
     rk: Rank,
     plan: list[tuple[int, int, int, int, bool]],
-    mark: int,
-    undo: list[tuple[int, int, int, float, int, int]],
+    undo: list[tuple[int, int, int, int, float, int, int, bool]],
 ) -> None:
-    """TensorRT-LLM's batch waiting over this step's admissions (``plan[mark:]``; ``undo``:
-    each one's state before it). The rule (tensorrt_llm/_torch/pyexecutor/py_executor.py,
-    ``PyExecutor._schedule`` and ``_waiting_requests``): with ``batch_wait_timeout_iters`` W
-    > 0, while generation requests are scheduled (and attention DP is off), the scheduled
-    context requests are held, one step counted per hold, until the count reaches W or the
-    scheduled tokens (held prompts plus one per decoding request) reach
-    ``batch_wait_max_tokens_ratio`` x max_num_tokens; then all held prompts go together and
-    the count restarts. A held prompt goes back to the head of the waiting queue with its
-    blocks returned (KNOWN DIVERGENCE S4: TensorRT-LLM keeps a held request's KV slot; here
-    it is allocated again on release)."""
+    """TensorRT-LLM's batch waiting over the step's prompt chunks (``undo``: each one's state
+    before the step, whether it was admitted now). The rule (tensorrt_llm/_torch/pyexecutor/
+    py_executor.py, ``PyExecutor._schedule`` and ``_waiting_requests``): with
+    ``batch_wait_timeout_iters`` W > 0, when a step schedules both context (prompt) and
+    generation requests and attention DP is off, every context request of the step is held
+    (one step counted) unless the count has reached W or the scheduled tokens, each context
+    request's whole token count plus 1 + drafts per generation request, reach
+    ``batch_wait_max_tokens_ratio`` x max_num_tokens; then they all go and the count
+    restarts. A held chunk gives its blocks back and an admitted request goes back to the
+    head of the waiting queue (KNOWN DIVERGENCE S4: TensorRT-LLM keeps a held request's KV
+    slot; here it is allocated again on release)."""
     cfg = sim.cfg[rk.engine]
-    ndec = sum(1 for x in plan[:mark] if x[4])
-    if ndec and not cfg.lockstep and rk.held < cfg.batch_wait_iters:
-        tokens = ndec + sum(x[1] for x in plan[mark:])
-        if tokens < cfg.batch_wait_ratio * cfg.max_num_batched_tokens:
-            for r, c, o, fs, blocks, shared in reversed(undo):
-                rk.running.pop()
-                rk.waiting.appendleft(r)
-                rk.free += blocks
-                rk.shared -= shared
-                sim.blk[r] = 0
-                sim.hitb[r] = 0
-                sim.comp[r] = c
-                sim.outs[r] = o
-                sim.first_sched[r] = fs
-            del plan[mark:]
-            rk.held += 1
-            return
-    rk.held = 0
+    ndec = sum(1 for x in plan if x[4])
+    if not ndec or cfg.lockstep:
+        return  # nothing decodes beside them (or attention DP): TensorRT-LLM does not wait
+    tokens = ndec * (1 + cfg.num_speculative_tokens) + sum(sim.prompt[r] + o for r, _, o, *_ in undo)
+    if rk.held >= cfg.batch_wait_iters or tokens >= cfg.batch_wait_ratio * cfg.max_num_batched_tokens:
+        rk.held = 0
+        return
+    rk.held += 1
+    for r, c, o, b, fs, blocks, shared, admitted in reversed(undo):
+        if admitted:
+            rk.running.pop()
+            rk.waiting.appendleft(r)
+            sim.hitb[r] = 0
+        rk.free += blocks
+        rk.shared -= shared
+        sim.blk[r] = b
+        sim.comp[r] = c
+        sim.outs[r] = o
+        sim.first_sched[r] = fs
+    plan[:] = [x for x in plan if x[4]]

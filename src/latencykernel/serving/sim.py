@@ -161,6 +161,8 @@ class Simulation:
         self.last_token_t = 0.0
         self.backlog_at: list[tuple[float, int]] = []
         self.streams = all(stream.applies(self, e) for e in self.engines)  # stream.py may take steps
+        self._reported = 0  # the hundredths of requests completed that progress() has been told of
+        self._min_adm: list[float] = []  # the least admission from each request on (run)
 
     # ------------------------------------------------------------------ clients
     def _send(self, r: int, t: float) -> None:
@@ -194,10 +196,6 @@ class Simulation:
                 raise bad_time(f"admission_overhead({prompt})", a)
             self._adm[prompt] = a
         return a
-
-    def _next_admission_s(self) -> float:
-        """The admission overhead of the next request the client will send (cached)."""
-        return self._admission(self.prompt[self.next_to_send])
 
     def _push(self, ready: float, r: int) -> None:
         heapq.heappush(self.arrivals, (ready, self._seq, r))
@@ -272,10 +270,12 @@ class Simulation:
 
     # ------------------------------------------------------------------ main loop
     def run(self) -> None:
+        # the earliest admission among the requests from each one on, for _send_bound
+        adm = np.array([self._admission(p) for p in self.prompt], dtype=np.float64)
+        self._min_adm = np.minimum.accumulate(adm[::-1])[::-1].tolist() if self.n else []
         self._client(0.0)
         engines = self.engines
         total = self.n
-        tick = max(total // 100, 1)
         while self.completed < total:
             ts = self._next_client_time()
             ta = self.arrivals[0][0] if self.arrivals else INF
@@ -301,16 +301,25 @@ class Simulation:
             for e in engines:
                 if e is not eng and e.t < others:
                     others = e.t
-            before = self.completed
             self._act(eng, min(ta, self._send_bound(ts), others), others)
-            if self.progress is not None and self.completed // tick != before // tick:
-                self.progress(self.completed, total)
+            self.report()
+
+    def report(self) -> None:
+        """``progress(done, total)``, once per hundredth of the requests completed."""
+        if self.progress is not None:
+            k = self.completed // max(self.n // 100, 1)
+            if k != self._reported:
+                self._reported = k
+                self.progress(self.completed, self.n)
 
     def _send_bound(self, ts: float) -> float:
         """The earliest arrival a client event at ``ts`` can cause: it only sends, and a sent
-        request reaches the engines one admission overhead later (sends go in request order)."""
+        request reaches the engines at least its admission overhead later. Any request still
+        to send may be sent at ``ts`` (several are when due together), so the bound takes the
+        least admission among them, not the next one's: a later, shorter prompt can arrive
+        first."""
         if ts < INF and self.next_to_send < self.n:
-            return ts + self._next_admission_s()
+            return ts + self._min_adm[self.next_to_send]
         return INF
 
     def _act(self, eng: Engine, bound: float, others: float = INF) -> None:

@@ -172,7 +172,6 @@ def stream(sim: Simulation) -> bool:
     kv_t, kv_u = sim.kv_t, sim.kv_u
     bneck = sim.bottleneck
     total = sim.n
-    tick = max(total // 100, 1)
     taken = 0
     nxt = _next_event(sim)
     cur = states[0]
@@ -267,7 +266,10 @@ def stream(sim: Simulation) -> bool:
         else:
             e = price(rows_n, 1, rows_s, None, decode_threshold=th)
         if e is None:
-            eng.step1 = None  # fixed for the engine: its price reads more than the sums
+            # no aggregate price for this step (a per-request read law, or a prefill the
+            # kernel hands to its reference under PCP/DCP): the stream stays off for the rest
+            # of the simulation, and the ordinary path prices the rows
+            eng.step1 = None
             sim.streams = False
             break
         d = e.overlap if overlap else e.no_overlap
@@ -327,15 +329,13 @@ def stream(sim: Simulation) -> bool:
             sim.last_emit[r] = t_end
         fin = lz.last.pop(out_last, None)
         if fin or out_done:
-            before = sim.completed
             if fin:
                 _finish_members(sim, rk, lz, fin, out_last, t_end, bs)
             for r in out_done:
                 sim.oute[r] = target[r]
                 sim.last_emit[r] = t_end
                 sim._finish(rk, r, t_end)
-            if sim.progress is not None and sim.completed // tick != before // tick:
-                sim.progress(sim.completed, total)
+            sim.report()
             nxt = _next_event(sim)
         kv_t.append(t_end)  # sim._kv_sample for one rank
         kv_u.append((usable - rk.free) / usable)
