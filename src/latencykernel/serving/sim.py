@@ -176,10 +176,9 @@ class Simulation:
             # FCFS at the tokeniser: a request waits for the ones sent before it
             tok = self._tok.get(p)
             if tok is None:
-                tok = self.tokenise_s(p)
-                if not 0.0 <= tok < INF:
-                    raise bad_time(f"admission_overhead's per-token part (at {p} and {2 * p} tokens)", tok)
-                self._tok[p] = tok
+                tok = _once(
+                    self._tok, self.tokenise_s, p, f"admission_overhead's per-token part (at {p}, {2 * p} tokens)"
+                )
             start = self.tok_free if self.tok_free > t else t
             self.tok_free = start + tok
             self._push(start + adm, r)
@@ -190,12 +189,7 @@ class Simulation:
         """The step model's admission overhead for a prompt length, asked once per length
         (the StepModel contract: deterministic)."""
         a = self._adm.get(prompt)
-        if a is None:
-            a = self.admission_s(prompt)
-            if not 0.0 <= a < INF:
-                raise bad_time(f"admission_overhead({prompt})", a)
-            self._adm[prompt] = a
-        return a
+        return a if a is not None else _once(self._adm, self.admission_s, prompt, f"admission_overhead({prompt})")
 
     def _push(self, ready: float, r: int) -> None:
         heapq.heappush(self.arrivals, (ready, self._seq, r))
@@ -531,3 +525,15 @@ class Simulation:
         if not 0.0 <= ts < INF:
             raise bad_time(f"Disaggregated transfer_s({self.prompt[r]})", ts)
         self._push(t + ts, r)
+
+
+def _once(cache: dict[int, float], fn: Callable[[int], float], prompt: int, source: str) -> float:
+    """``fn(prompt)`` asked once per prompt length (the StepModel contract: deterministic),
+    refused (``bad_time``, naming ``source``) unless a finite time >= 0."""
+    v = cache.get(prompt)
+    if v is None:
+        v = fn(prompt)
+        if not 0.0 <= v < INF:
+            raise bad_time(source, v)
+        cache[prompt] = v
+    return v
