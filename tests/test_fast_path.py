@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 import latencykernel as lk
 from _deployments import DEPLOYMENTS, PREFILL_FALLBACK, kernel
 from latencykernel import Batch, Resource
-from latencykernel.kernel.fast import build_fast_plan
+from latencykernel.kernel.fast_build import build_fast_plan
 from latencykernel.kernel.step import price_step
 
 NS = 1e-9

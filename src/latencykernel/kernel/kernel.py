@@ -22,7 +22,8 @@ from latencykernel.batch import (
 from latencykernel.errors import LatencyKernelError
 from latencykernel.kernel.capacity import KernelMemory
 from latencykernel.kernel.constants import StepConstants
-from latencykernel.kernel.fast import FastPlan, build_fast_plan
+from latencykernel.kernel.fast import FastPlan
+from latencykernel.kernel.fast_build import build_fast_plan
 from latencykernel.kernel.memory import MemoryBreakdown
 from latencykernel.kernel.step import price_step
 from latencykernel.limits import check_batch
