@@ -195,7 +195,7 @@ def plot(scored: list[Any], out: Path, method: str) -> None:
         ax.set_ylabel(f"predicted {label}")
         ax.grid(True, which="both", lw=0.3, alpha=0.5)
         ax.legend(loc="upper left", fontsize=8)
-    fig.suptitle(f"InferenceX sweeps: predicted vs measured ({method}); dashed: ±25 %", fontsize=9)
+    fig.suptitle(f"InferenceX sweeps, predicted vs measured: {method}; dashed: ±25 %", fontsize=9)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)

@@ -299,13 +299,11 @@ class FastPlan:
         if self.specs or not 1 <= width <= th:
             return None
         if not S and n_dec and not self.needs_ndecode:
-            # plain decodes: straight to _priced's memo of the shape (its no-prefill branch)
+            # plain decodes: straight to _priced's no-prefill branch (no per-request law here)
             T = width * n_dec
-            key = (T, width == self.width, sm_budget, sumc_dec > 0)
-            stage = self._stages.get(key)
-            if stage is None:
-                return self._priced(n_dec, T, width == self.width, None, sumc_dec, S, C, th, sm_budget)
-            return _finish(stage, T + sumc_dec, T + sumc_dec, [])
+            return _finish(
+                self._shape_stage(T, width == self.width, sm_budget, sumc_dec > 0), T + sumc_dec, T + sumc_dec, []
+            )
         n = n_dec + len(S)
         if n == 0:
             return (0.0, 0.0, 0.0, 0.0, self.empty_host[0], 0.0)
@@ -378,15 +376,21 @@ class FastPlan:
         if pre is None and not needs_ndecode:
             # no prefill: everything but the decode reads depends on T, the graph mode, the
             # budget and whether any context exists, so that part is priced once per shape
-            key = (T, uniform, sm_budget, sumc > 0)
-            stage = self._stages.get(key)
-            if stage is None:
-                if len(self._stages) >= _STAGES:
-                    self._stages.clear()  # bounded: a search meets many batch shapes
-                stage = self._stages[key] = self._stage(T, uniform, None, 0.0, {}, T, True, sumc > 0, sm_budget)
+            stage = self._shape_stage(T, uniform, sm_budget, sumc > 0)
         else:
             stage = self._stage(T, uniform, pre, causal, wins, dec_tokens, bool(n_dec), sumc > 0, sm_budget)
         return _finish(stage, dec_kv, n_dec, toks)
+
+    def _shape_stage(self, T: int, uniform: bool, sm_budget: int, any_ctx: bool) -> tuple[Any, ...]:
+        """``_stage`` of a batch with no prefill, kept per shape (a memo of at most ``_STAGES``
+        entries, cleared when full: a search meets many batch shapes)."""
+        key = (T, uniform, sm_budget, any_ctx)
+        stage = self._stages.get(key)
+        if stage is None:
+            if len(self._stages) >= _STAGES:
+                self._stages.clear()
+            stage = self._stages[key] = self._stage(T, uniform, None, 0.0, {}, T, True, any_ctx, sm_budget)
+        return stage
 
     def _stage(
         self,

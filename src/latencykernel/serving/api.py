@@ -8,6 +8,7 @@ import numbers
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -191,11 +192,8 @@ def simulate(
     if cfg0.scheduling_policy == "priority":
         notes.append(("scheduling_policy", "priority", "every request has priority 0: scheduled and preempted as FCFS"))
     phase = rng.random(len(reqs)) if cfg0.num_speculative_tokens else None
-    tokenise = None
-    if cfg0.tokeniser_queue:  # the front end's one tokeniser (frontend.py), shared by every pool's clients
-
-        def tokenise(p: int) -> float:
-            return tokenisation_s(first.admission_overhead, p)
+    # the front end's one tokeniser (frontend.py), shared by every pool's clients
+    tokenise = partial(tokenisation_s, first.admission_overhead) if cfg0.tokeniser_queue else None
 
     last = pools[-1].model
     sim = Simulation(

@@ -261,8 +261,9 @@ def schedule(sim: Simulation, rk: Rank) -> tuple[list[tuple[int, int, int, int, 
 def _cannot_fit(sim: Simulation, rk: Rank, r: int) -> None:
     """Refuse request ``r``: alone on its rank, it preempted itself for want of a block.
     Nothing else holds blocks but the resident prefix-cache ones, which this simulation never
-    evicts (divergence S1, marked at its site below), so every retry would do the same (a loop under async
-    scheduling, a stall without it). vLLM would evict cached blocks to serve it."""
+    evicts (divergence S1, marked in ``schedule``'s waiting loop), so every retry would do the
+    same (a loop under async scheduling, a stall without it). vLLM would evict cached blocks
+    to serve it."""
     raise RefusedError(
         f"request {r} ({sim.prompt[r]} prompt + {sim.target[r]} output tokens) cannot be served: alone on its "
         f"rank it needs more KV blocks than the {rk.usable} usable ones hold beside the {rk.shared} resident "

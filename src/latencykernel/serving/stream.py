@@ -37,8 +37,9 @@ way):
 - a step the step model has no aggregate price for;
 - a request whose context would reach ``max_model_len``;
 - an empty decision (the engine drains);
-- nobody waiting and no arrival within ``LONG`` steps. Then a vectorised run (``runs.py``)
-  costs less.
+- with one engine only, a long stretch ahead: more than ``LONG`` steps to the next arrival
+  with nobody waiting, or to the next last token while the queue's head is held. Then a
+  vectorised run (``runs.py``) costs less.
 """
 
 from __future__ import annotations
@@ -113,18 +114,17 @@ class _Lazy:
 
 
 class _Eng:
-    """One engine in the stream: its lazy state, its next launch ``t``, the step whose
+    """One engine in the stream (its next launch is ``eng.t``): its lazy state, the step whose
     outputs come next (async: decided at the previous launch: its decodes' count and context
     sum, its prompt rows and the requests it ends that are not members), the pending plan it
     entered with, and its last step's duration."""
 
-    __slots__ = ("eng", "rk", "lz", "t", "step", "orig", "d_last")
+    __slots__ = ("eng", "rk", "lz", "step", "orig", "d_last")
 
     def __init__(self, eng: Engine, lz: _Lazy, step: tuple[int, int, list, list], orig: Any) -> None:
         self.eng = eng
         self.rk = eng.ranks[0]
         self.lz = lz
-        self.t = eng.t
         self.step = step
         self.orig = orig
         self.d_last = INF  # no stretch is long before a step is priced
@@ -187,14 +187,12 @@ def stream(sim: Simulation) -> bool:
                 if o.eng.t < st.eng.t:  # strictly: the first engine wins a tie, as the main loop
                     st = o
             if st is not cur:
-                cur.t, cur.step, cur.d_last = t, (step_n, step_s, step_rows, step_done), d_last
+                cur.step, cur.d_last = (step_n, step_s, step_rows, step_done), d_last
                 cur = st
                 eng, rk, lz, t, d_last, step_n, step_s, step_rows, step_done = _state(cur)
                 asy, bs, price, th, overlap, mnbt, mns, mml, thr, chunked, pc, waiting, running, usable = _settings(
                     sim, cur
                 )
-        if t == INF:
-            break  # every engine idle
         if nxt <= t:
             woke = _route(sim, t)
             nxt = _next_event(sim)
@@ -343,24 +341,24 @@ def stream(sim: Simulation) -> bool:
         t = t_end
         eng.t = t
         taken += 1
-    cur.t, cur.step, cur.d_last = t, (step_n, step_s, step_rows, step_done), d_last
+    cur.step, cur.d_last = (step_n, step_s, step_rows, step_done), d_last
     if vals:
         sim.itl_vals.append(np.array(vals, dtype=np.float64))
         sim.itl_wts.append(np.array(wts, dtype=np.int64))
     for st in states:
         e = st.eng
-        sim.now = st.t
+        sim.now = e.t
         if e.cfg.async_scheduling and st.lz.X == 0:
             e.pending = st.orig  # no decision taken: step 0 stays pending as it was decided
             continue
-        n, _s, rows, done = st.step
-        _leave(sim, e, st.lz, st.t, e.cfg.block_size, (n, rows, done) if e.cfg.async_scheduling else None)
+        n, _s, rows, _done = st.step
+        _leave(sim, e, st.lz, e.t, e.cfg.block_size, (n, rows) if e.cfg.async_scheduling else None)
     return taken > 0
 
 
 def _state(st: _Eng) -> tuple[Any, ...]:
     """An engine's mutable stream state as the loop holds it in locals."""
-    return (st.eng, st.rk, st.lz, st.t, st.d_last, *st.step)
+    return (st.eng, st.rk, st.lz, st.eng.t, st.d_last, *st.step)
 
 
 def _settings(sim: Simulation, st: _Eng) -> tuple[Any, ...]:
@@ -408,9 +406,6 @@ def _route(sim: Simulation, t: float) -> bool:
             continue
         if ta <= t and ta < INF:
             ready, _, r = heapq.heappop(arrivals)
-            if len(engines) == 1:
-                sim._route(r, ready)  # one engine, in the stream: busy
-                continue
             idle = sum(1 for e in engines if e.t == INF)
             sim._route(r, ready)
             if sum(1 for e in engines if e.t == INF) < idle:
@@ -502,21 +497,18 @@ def _enter_async(sim: Simulation, eng: Engine, lz: _Lazy, t: float) -> tuple[int
             return None
     # after decision 0: a member computes comp + (D - 1) before decision D; its last token is
     # decision tg - o (o counts step 0's placeholder)
-    for r, _new in rows:
-        if target[r] == 1:
-            done.append(r)
     for r in dec + [r for r, _ in rows]:
         L = target[r] - outs[r]
         if L >= 1:
             lz.join(r, comp[r] - 1, 1, L, bs)
-        elif r in dec:
-            done.append(r)
+        else:
+            done.append(r)  # its last token is step 0's
     lz.X = 0
     eng.pending = None
     return len(dec), s0, rows, done
 
 
-def _leave(sim: Simulation, eng: Engine, lz: _Lazy, t: float, bs: int, step: tuple[int, list, list] | None) -> None:
+def _leave(sim: Simulation, eng: Engine, lz: _Lazy, t: float, bs: int, step: tuple[int, list] | None) -> None:
     """Write the members' columns back as the step-by-step loop holds them at ``t``:
     decisions through ``lz.X`` taken, outputs through step ``lz.X`` (sync) or ``lz.X - 1``
     (async) processed; under async the decided step as ``eng.pending``."""
@@ -543,7 +535,7 @@ def _leave(sim: Simulation, eng: Engine, lz: _Lazy, t: float, bs: int, step: tup
     if step is None:
         return
     # async: the step launching at t, decided at the previous launch, stays pending
-    n, rows, _done = step
+    n, rows = step
     plan: Plan = []
     adm = {r for r, _ in rows}
     for r in eng.ranks[0].running:
