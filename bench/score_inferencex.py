@@ -69,12 +69,39 @@ RANGE_LOW = 0.8
 # `batch_wait_max_tokens_ratio: 0.9` and `batch_wait_timeout_iters: 20` into the LLM API
 # options when ISL = OSL = 1024 and TP < 8, and neither otherwise. The dump's other TRT
 # launch scripts of those dates (DeepSeek-R1, GPT-OSS, MiniMax) do not set them.
-def engine_settings(stem: str, framework: str, label: str) -> dict[str, Any]:
-    """Point keyword arguments for the engine settings the sweep's run stated."""
+# --max-num-seqs in InferenceX's vLLM launch scripts (SemiAnalysisAI/InferenceX at 843c625:
+# benchmarks/70b_*_slurm.sh, benchmarks/single_node/fixed_seq_len/deprecated/*.sh): a number,
+# CONC where the script passes the point's own concurrency ($CONC); a vLLM sweep whose script
+# is not listed passes none (minimaxm2.5_fp4_b200.sh, _fp4_b300.sh, _fp8_b200.sh, _fp8_b300.sh,
+# _fp8_h100.sh), so it ran vLLM's default for the part, 1024 on these >= 70 GiB parts
+# (resolve.settings.default_max_num_seqs). The embedded twins state 256, carried from the
+# Go kernel's reference scenarios, which no run of the dump used.
+CONC = -1
+VLLM_MAX_NUM_SEQS = {
+    "llama-3.1-70b-instruct-b200": 512,  # 70b_fp4_b200_slurm.sh, 70b_fp8_b200_slurm.sh
+    "llama-3.1-70b-instruct-h100": CONC,  # 70b_fp8_h100_slurm.sh
+    "llama-3.1-70b-instruct-h200": CONC,  # 70b_fp8_h200_slurm.sh
+    "gpt-oss-120b-b200": 512,  # gptoss_fp4_b200.sh
+    "gpt-oss-120b-h100": CONC,  # gptoss_fp4_h100.sh
+    "gpt-oss-120b-h200": CONC,  # gptoss_fp4_h200.sh
+    "kimi-k2.5-b200": CONC,  # kimik2.5_fp4_b200.sh
+    "kimi-k2.5-b300": CONC,  # kimik2.5_fp4_b300.sh
+    "minimax-m2.5-h200": 512,  # minimaxm2.5_fp8_h200.sh (MAX_NUM_SEQS default 512)
+}
+VLLM_DEFAULT_MAX_NUM_SEQS = 1024
+
+
+def engine_settings(stem: str, framework: str, label: str, concurrency: int) -> dict[str, Any]:
+    """Point keyword arguments for the engine settings the sweep's run stated (or, where it
+    stated none, the engine default it ran with)."""
     m = re.search(r"-tp(\d+)$", stem)
     tp = int(m.group(1)) if m else 0
     if framework == "trt" and stem.startswith("llama-3.1-70b-instruct-") and label == "1k1k" and 0 < tp < 8:
         return {"batch_wait_timeout_iters": 20, "batch_wait_max_tokens_ratio": 0.9}
+    if framework == "vllm":
+        key = re.sub(r"-(fp8|fp4|bf16)-vllm-.*$", "", stem)
+        seqs = VLLM_MAX_NUM_SEQS.get(key, VLLM_DEFAULT_MAX_NUM_SEQS)
+        return {"max_num_seqs": concurrency if seqs == CONC else seqs}
     return {}
 
 
@@ -106,7 +133,7 @@ def inferencex_points(path: Path, lengths: str = "inferencex") -> list[Point]:
                     model=model_of(stem),
                     source=f"InferenceX {data.get('release_tag', '')} via inferencex_absolutes.json",
                     range_ratio=ratio,
-                    **engine_settings(stem, a["framework"], a["label"]),
+                    **engine_settings(stem, a["framework"], a["label"], int(c)),
                 )
             )
     return out
@@ -154,6 +181,8 @@ def native(points: list[Point]) -> dict[str, Any]:
         if p.batch_wait_timeout_iters:
             row["batch_wait_timeout_iters"] = p.batch_wait_timeout_iters
             row["batch_wait_max_tokens_ratio"] = p.batch_wait_max_tokens_ratio
+        if p.max_num_seqs:
+            row["max_num_seqs"] = p.max_num_seqs
         for m in METRICS:
             for st in STATS:
                 v = getattr(p, m).get(st)

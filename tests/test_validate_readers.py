@@ -44,6 +44,16 @@ def test_native_rows_carry_tensorrt_llm_batch_waiting() -> None:
     assert (b.batch_wait_timeout_iters, b.batch_wait_max_tokens_ratio) == (0, 0.0)
 
 
+def test_native_rows_carry_the_runs_max_num_seqs() -> None:
+    """Guards the run's --max-num-seqs beside its measurements: read into the point, a row
+    without it takes the deployment's (0), and a bad value is refused naming the column."""
+    text = "sweep,isl,osl,concurrency,scenario,max_num_seqs\nx,1000,1000,4,a.yaml,1024\ny,1000,1000,4,a.yaml,\n"
+    a, b = read_text(text, "seqs.csv")
+    assert (a.max_num_seqs, b.max_num_seqs) == (1024, 0)
+    with pytest.raises(LatencyKernelError, match="max_num_seqs"):
+        read_text("sweep,isl,osl,concurrency,scenario,max_num_seqs\nx,1000,1000,4,a.yaml,2.5\n", "bad.csv")
+
+
 def test_native_json_nested_and_flat_stats() -> None:
     """Guards both spellings of a stat in native JSON ({'tpot_ms': {...}} and tpot_mean_ms)."""
     pts = read_measurements([DATA / "native.json"])

@@ -376,3 +376,27 @@ def test_prompts_queue_at_the_tokeniser_only_when_clients_share_it() -> None:
         gaps.append(on.ttft.mean - off.ttft.mean)
     assert gaps[0] == pytest.approx(4e-6 * 1000, abs=1e-8)
     assert gaps[0] < gaps[1] < gaps[2]
+
+
+def test_closed_form_holds_as_many_residents_as_the_runs_max_num_seqs() -> None:
+    """Guards fix 20: a point's max_num_seqs replaces the deployment's cap on residents.
+    Where the clients of a rank fit under both caps nothing changes; above the
+    deployment's 256, a run's larger cap admits them (no closed-loop wait for a free slot,
+    so TTFT falls), and once the cap covers every client, raising it further changes
+    nothing; a smaller cap than the deployment's makes TTFT longer."""
+    sc = "aisimulate/minimax-m2.5-b300-fp4-vllm-tp2-ep4-dp2.yaml"
+    k = lk.open(sc)
+    dep = Deployment(scenario=sc)
+    assert k.limits().max_num_seqs == 256 and k.limits().data_parallel == 2
+
+    def ttft(c: int, seqs: int) -> float:
+        got = closed_form_prediction(k, Point("x", dep, 1000, 1000, concurrency=c, max_num_seqs=seqs)).ttft.mean
+        assert got is not None
+        return got
+
+    assert ttft(400, 1024) == ttft(400, 0) == ttft(400, 256)  # 200 clients a rank: no cap binds
+    assert ttft(1000, 1024) < ttft(1000, 0) / 5  # 500 a rank against 256 slots
+    assert ttft(1000, 500) == ttft(1000, 1024) == ttft(1000, 4096)
+    assert ttft(1000, 128) > ttft(1000, 0)
+    with pytest.raises(LatencyKernelError, match="max_num_seqs"):
+        Point("x", dep, 1000, 1000, concurrency=4, max_num_seqs=-1)

@@ -88,6 +88,9 @@ class Point:
                   engine's default): a prompt is held while other requests decode, up to
                   that many iterations or until the held tokens reach the ratio of
                   max_num_tokens (see ``predict.batch_wait_s``)
+    max_num_seqs: the run's ``--max-num-seqs`` (requests a rank holds at once) where the
+                  run stated one the deployment does not, or the engine's default applied
+                  because the run stated none; 0 = the deployment's own
     """
 
     sweep: str
@@ -106,6 +109,7 @@ class Point:
     range_ratio: float = 0.0
     batch_wait_timeout_iters: int = 0
     batch_wait_max_tokens_ratio: float = 0.0
+    max_num_seqs: int = 0
 
     def __post_init__(self) -> None:
         if not (self.isl >= 1):
@@ -118,6 +122,8 @@ class Point:
             raise LatencyKernelError(
                 f"batch_wait_timeout_iters must be a whole number >= 0, got {self.batch_wait_timeout_iters!r}"
             )
+        if not (isinstance(self.max_num_seqs, int) and self.max_num_seqs >= 0):
+            raise LatencyKernelError(f"max_num_seqs must be a whole number >= 0, got {self.max_num_seqs!r}")
         if not (0.0 <= self.batch_wait_max_tokens_ratio <= 1.0):
             raise LatencyKernelError(
                 f"batch_wait_max_tokens_ratio must be in [0, 1], got {self.batch_wait_max_tokens_ratio!r}"

@@ -12,7 +12,8 @@ the one ``validate`` uses, so switching is one line:
 
       n      = ceil(concurrency / data_parallel)      clients of one rank
       b      = min(n, max_num_seqs, kv_blocks // ceil((isl + osl/2) / block_size))
-               requests resident on one rank: vLLM admits no more than max_num_seqs,
+               requests resident on one rank: vLLM admits no more than max_num_seqs
+               (the run's where the point states it, ``Point.max_num_seqs``),
                nor more than the KV cache holds at their mean length (kv_blocks as vLLM
                allocates it, ``limits().kv_blocks``); the rest wait
       ctx    = isl + osl / 2                          a mid-decode context
@@ -126,9 +127,10 @@ def closed_form_parts(model: Any, isl: float, osl: float, per_rank: int) -> tupl
     return d, marginal, prompt_steps, float(model.admission_overhead(n_isl))
 
 
-def resident_cap(limits: Any, isl: float, osl: float) -> int:
-    """Requests one rank holds at once: max_num_seqs, and the KV blocks at mean length."""
-    cap = max(int(limits.max_num_seqs), 1)
+def resident_cap(limits: Any, isl: float, osl: float, max_num_seqs: int = 0) -> int:
+    """Requests one rank holds at once: max_num_seqs (the run's where the point states one,
+    ``Point.max_num_seqs``, else the deployment's), and the KV blocks at mean length."""
+    cap = max(int(max_num_seqs or limits.max_num_seqs), 1)
     bs = max(int(limits.block_size), 1)
     per_req = max(math.ceil((isl + osl / 2) / bs), 1)
     if int(limits.kv_blocks) > 0:
@@ -318,7 +320,7 @@ def closed_form_prediction(model: Any, point: Point) -> Prediction:
     """The closed form of the module docstring."""
     lim = model.limits()
     dp = max(int(lim.data_parallel), 1)
-    cap = resident_cap(lim, point.isl, point.osl)
+    cap = resident_cap(lim, point.isl, point.osl, point.max_num_seqs)
     n = b = 1
     if point.concurrency is not None:
         n = math.ceil(point.concurrency / dp)
@@ -392,6 +394,8 @@ def serving_prediction(model: Any, point: Point) -> Prediction:
     if point.batch_wait_timeout_iters > 0:  # TensorRT-LLM's batch waiting, as the run set it
         engine["batch_wait_timeout_iters"] = point.batch_wait_timeout_iters
         engine["batch_wait_max_tokens_ratio"] = point.batch_wait_max_tokens_ratio
+    if point.max_num_seqs > 0:  # the run's --max-num-seqs
+        engine["max_num_seqs"] = point.max_num_seqs
     r = estimate(model, isl=isl, osl=osl, concurrency=point.concurrency, request_rate=point.request_rate, **engine)
     return Prediction(ttft=_dist(r.ttft), tpot=_dist(r.tpot), itl=_dist(r.itl), method="serving simulation")
 
