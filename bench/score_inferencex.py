@@ -18,6 +18,7 @@ Report points are grouped by scenario+series and split the same way.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import math
@@ -73,8 +74,8 @@ RANGE_LOW = 0.8
 # benchmarks/70b_*_slurm.sh, benchmarks/single_node/fixed_seq_len/deprecated/*.sh): a number,
 # CONC where the script passes the point's own concurrency ($CONC); a vLLM sweep whose script
 # is not listed passes none (minimaxm2.5_fp4_b200.sh, _fp4_b300.sh, _fp8_b200.sh, _fp8_b300.sh,
-# _fp8_h100.sh), so it ran vLLM's default for the part, 1024 on these >= 70 GiB parts
-# (resolve.settings.default_max_num_seqs). The embedded twins state 256, carried from the
+# _fp8_h100.sh), so it ran vLLM's default for the part (resolve.settings.default_max_num_seqs
+# over the catalog chip: 1024 on these >= 70 GiB parts). The embedded twins state 256, carried from the
 # Go kernel's reference scenarios, which no run of the dump used.
 CONC = -1
 VLLM_MAX_NUM_SEQS = {
@@ -88,10 +89,20 @@ VLLM_MAX_NUM_SEQS = {
     "kimi-k2.5-b300": CONC,  # kimik2.5_fp4_b300.sh
     "minimax-m2.5-h200": 512,  # minimaxm2.5_fp8_h200.sh (MAX_NUM_SEQS default 512)
 }
-VLLM_DEFAULT_MAX_NUM_SEQS = 1024
 
 
-def engine_settings(stem: str, framework: str, label: str, concurrency: int) -> dict[str, Any]:
+@functools.cache
+def vllm_default_max_num_seqs(chip: str) -> int:
+    """vLLM's OpenAI-server max_num_seqs default on a catalog chip."""
+    from latencykernel.documents.chip import load_chip
+    from latencykernel.repos import Repos
+    from latencykernel.resolve.settings import default_max_num_seqs
+
+    doc = load_chip(Repos.default().chip_path(chip))
+    return default_max_num_seqs(doc.name, doc.MemoryGiB)
+
+
+def engine_settings(stem: str, framework: str, label: str, concurrency: int, chip: str) -> dict[str, Any]:
     """Point keyword arguments for the engine settings the sweep's run stated (or, where it
     stated none, the engine default it ran with)."""
     m = re.search(r"-tp(\d+)$", stem)
@@ -100,7 +111,7 @@ def engine_settings(stem: str, framework: str, label: str, concurrency: int) -> 
         return {"batch_wait_timeout_iters": 20, "batch_wait_max_tokens_ratio": 0.9}
     if framework == "vllm":
         key = re.sub(r"-(fp8|fp4|bf16)-vllm-.*$", "", stem)
-        seqs = VLLM_MAX_NUM_SEQS.get(key, VLLM_DEFAULT_MAX_NUM_SEQS)
+        seqs = VLLM_MAX_NUM_SEQS.get(key) or vllm_default_max_num_seqs(chip)
         return {"max_num_seqs": concurrency if seqs == CONC else seqs}
     return {}
 
@@ -133,7 +144,7 @@ def inferencex_points(path: Path, lengths: str = "inferencex") -> list[Point]:
                     model=model_of(stem),
                     source=f"InferenceX {data.get('release_tag', '')} via inferencex_absolutes.json",
                     range_ratio=ratio,
-                    **engine_settings(stem, a["framework"], a["label"], int(c)),
+                    **engine_settings(stem, a["framework"], a["label"], int(c), a["gpu"]),
                 )
             )
     return out

@@ -90,7 +90,8 @@ ALLOWED = {
     },
     # validation opens step models (kernel), reads the StepModel contract, and uses the
     # serving simulation when it is importable
-    "validation": {"errors", "batch", "step_model", "documents", "kernel", "inputs", "repos", "serving"},
+    # validation, like serving, applies vLLM's start-up rules (resolve.startup) to a run's settings
+    "validation": {"errors", "batch", "step_model", "documents", "kernel", "inputs", "repos", "serving", "resolve"},
 }
 IMPORT = re.compile(r"^\s*(?:from|import)\s+latencykernel\.([a-z_]+)", re.M)
 # ``from latencykernel import serving, kernel`` (one line or parenthesised) names parts too

@@ -400,3 +400,6 @@ def test_closed_form_holds_as_many_residents_as_the_runs_max_num_seqs() -> None:
     assert ttft(1000, 128) > ttft(1000, 0)
     with pytest.raises(LatencyKernelError, match="max_num_seqs"):
         Point("x", dep, 1000, 1000, concurrency=4, max_num_seqs=-1)
+    budget = k.limits().max_num_batched_tokens  # vLLM will not start with more seqs than tokens
+    with pytest.raises(LatencyKernelError, match="max_num_seqs"):
+        closed_form_prediction(k, Point("x", dep, 1000, 1000, concurrency=4, max_num_seqs=budget + 1))

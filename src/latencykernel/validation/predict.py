@@ -55,6 +55,7 @@ from typing import Any
 
 from latencykernel.batch import Batch
 from latencykernel.errors import LatencyKernelError
+from latencykernel.resolve.startup import check_scheduler_limits
 from latencykernel.validation.points import Point, Stat
 
 __all__ = [
@@ -320,6 +321,13 @@ def closed_form_prediction(model: Any, point: Point) -> Prediction:
     """The closed form of the module docstring."""
     lim = model.limits()
     dp = max(int(lim.data_parallel), 1)
+    if point.max_num_seqs > 0:  # a run's setting vLLM would not start with is refused, as serving's
+        check_scheduler_limits(
+            int(lim.max_num_batched_tokens),
+            point.max_num_seqs,
+            int(lim.max_model_len),
+            bool(lim.enable_chunked_prefill),
+        )
     cap = resident_cap(lim, point.isl, point.osl, point.max_num_seqs)
     n = b = 1
     if point.concurrency is not None:
