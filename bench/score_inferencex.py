@@ -63,13 +63,15 @@ RANGE_LOW = 0.8
 
 
 # Engine settings a run used that the twin scenario does not carry, from the InferenceX
-# launch script of the run's date (github.com/SemiAnalysisAI/InferenceX). Only TensorRT-LLM's
-# batch waiting is stated: benchmarks/70b_fp4_b200_trt_slurm.sh, 70b_fp8_b200_trt_slurm.sh
-# and 70b_fp8_h200_trt_slurm.sh (commits 1b563c858, 2025-09-18, to 9596d23d7, 2025-10-29;
-# the dump's Llama TRT runs are dated 2025-10-23 and 2025-10-29) write
-# `batch_wait_max_tokens_ratio: 0.9` and `batch_wait_timeout_iters: 20` into the LLM API
-# options when ISL = OSL = 1024 and TP < 8, and neither otherwise. The dump's other TRT
-# launch scripts of those dates (DeepSeek-R1, GPT-OSS, MiniMax) do not set them.
+# launch script of the run's date (github.com/SemiAnalysisAI/InferenceX). TensorRT-LLM
+# Llama: benchmarks/70b_fp4_b200_trt_slurm.sh, 70b_fp8_b200_trt_slurm.sh and
+# 70b_fp8_h200_trt_slurm.sh (commits 1b563c858, 2025-09-18, to 9596d23d7, 2025-10-29; the
+# dump's Llama TRT runs are dated 2025-10-23 and 2025-10-29) start trtllm-serve with
+# `--max_num_tokens 16384` (the step's token budget, our max_num_batched_tokens; the twins
+# state vLLM's 8192), and write `batch_wait_max_tokens_ratio: 0.9` and
+# `batch_wait_timeout_iters: 20` into the LLM API options when ISL = OSL = 1024 and TP < 8,
+# and neither otherwise. The dump's other TRT launch scripts of those dates (DeepSeek-R1,
+# GPT-OSS, MiniMax) set no batch waiting; their token budgets are not carried yet.
 # --max-num-seqs in InferenceX's vLLM launch scripts (SemiAnalysisAI/InferenceX at 843c625:
 # benchmarks/70b_*_slurm.sh, benchmarks/single_node/fixed_seq_len/deprecated/*.sh): a number,
 # CONC where the script passes the point's own concurrency ($CONC); a vLLM sweep whose script
@@ -107,8 +109,12 @@ def engine_settings(stem: str, framework: str, label: str, concurrency: int, chi
     stated none, the engine default it ran with)."""
     m = re.search(r"-tp(\d+)$", stem)
     tp = int(m.group(1)) if m else 0
-    if framework == "trt" and stem.startswith("llama-3.1-70b-instruct-") and label == "1k1k" and 0 < tp < 8:
-        return {"batch_wait_timeout_iters": 20, "batch_wait_max_tokens_ratio": 0.9}
+    out: dict[str, Any] = {}
+    if framework == "trt" and stem.startswith("llama-3.1-70b-instruct-"):
+        out["max_num_batched_tokens"] = 16384
+        if label == "1k1k" and 0 < tp < 8:
+            out |= {"batch_wait_timeout_iters": 20, "batch_wait_max_tokens_ratio": 0.9}
+        return out
     if framework == "vllm":
         key = re.sub(r"-(fp8|fp4|bf16)-vllm-.*$", "", stem)
         seqs = VLLM_MAX_NUM_SEQS.get(key) or vllm_default_max_num_seqs(chip)
@@ -194,6 +200,8 @@ def native(points: list[Point]) -> dict[str, Any]:
             row["batch_wait_max_tokens_ratio"] = p.batch_wait_max_tokens_ratio
         if p.max_num_seqs:
             row["max_num_seqs"] = p.max_num_seqs
+        if p.max_num_batched_tokens:
+            row["max_num_batched_tokens"] = p.max_num_batched_tokens
         for m in METRICS:
             for st in STATS:
                 v = getattr(p, m).get(st)

@@ -134,3 +134,15 @@ def test_missing_file_is_our_error() -> None:
     """Guards a raw OSError escaping for a missing file."""
     with pytest.raises(LatencyKernelError, match="cannot read measurements file"):
         read_measurements([DATA / "nope.json"])
+
+
+def test_native_rows_carry_the_runs_token_budget() -> None:
+    """Guards the run's token budget beside its measurements: read into the point, a row
+    without it takes the deployment's (0), and a bad value is refused naming the column."""
+    text = (
+        "sweep,isl,osl,concurrency,scenario,max_num_batched_tokens\nx,1000,1000,4,a.yaml,16384\ny,1000,1000,4,a.yaml,\n"
+    )
+    a, b = read_text(text, "budget.csv")
+    assert (a.max_num_batched_tokens, b.max_num_batched_tokens) == (16384, 0)
+    with pytest.raises(LatencyKernelError, match="max_num_batched_tokens"):
+        read_text("sweep,isl,osl,concurrency,scenario,max_num_batched_tokens\nx,1000,1000,4,a.yaml,-1\n", "bad.csv")

@@ -18,6 +18,7 @@ from latencykernel.validation import (
     closed_form_prediction,
     concurrency_band,
     score_points,
+    serving_prediction,
     summarise,
     validate,
 )
@@ -403,3 +404,51 @@ def test_closed_form_holds_as_many_residents_as_the_runs_max_num_seqs() -> None:
     budget = k.limits().max_num_batched_tokens  # vLLM will not start with more seqs than tokens
     with pytest.raises(LatencyKernelError, match="max_num_seqs"):
         closed_form_prediction(k, Point("x", dep, 1000, 1000, concurrency=4, max_num_seqs=budget + 1))
+
+
+def test_closed_form_schedules_prompts_under_the_runs_token_budget() -> None:
+    """Guards a point's max_num_batched_tokens (the run's token budget, e.g. TensorRT-LLM's
+    --max_num_tokens 16384 in InferenceX's Llama-3.1-70B scripts) replacing the
+    deployment's in the closed form. The deployment's own value changes nothing; a budget
+    that splits an 8k prompt into more chunks costs TTFT at one client (more steps of the
+    prompt's own), and one that holds two prompts beside the decodes drains the prompt
+    queue faster at 32 clients; a budget vLLM would not start with is refused naming the
+    setting."""
+    sc = "aisimulate/llama-3.1-70b-instruct-h200-fp8-trt-tp8.yaml"
+    k = lk.open(sc)
+    dep = Deployment(scenario=sc)
+    own = int(k.limits().max_num_batched_tokens)
+    assert own == 8192
+
+    def ttft(c: int, budget: int) -> float:
+        got = closed_form_prediction(k, Point("x", dep, 7400, 900, concurrency=c, max_num_batched_tokens=budget))
+        assert got.ttft.mean is not None
+        return got.ttft.mean
+
+    assert ttft(32, own) == ttft(32, 0)
+    assert ttft(1, 2048) > ttft(1, 0)
+    assert ttft(32, 16384) < ttft(32, 0)
+    with pytest.raises(LatencyKernelError, match="max_num_batched_tokens"):
+        Point("x", dep, 1000, 1000, concurrency=4, max_num_batched_tokens=-5)
+    with pytest.raises(LatencyKernelError, match="max_num_batched_tokens"):
+        closed_form_prediction(k, Point("x", dep, 1000, 1000, concurrency=4, max_num_batched_tokens=100))
+
+
+def test_serving_prediction_passes_the_runs_token_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Guards the serving predictor handing a point's max_num_batched_tokens (and nothing
+    when the point states none) to the simulation as the engine setting of that name."""
+    import latencykernel.serving as serving
+
+    seen: list[dict[str, Any]] = []
+
+    def fake(model: Any, **kw: Any) -> Any:
+        seen.append(kw)
+        d = type("D", (), {"mean": 1.0, "median": 1.0, "p99": 1.0})()
+        return type("R", (), {"ttft": d, "tpot": d, "itl": d})()
+
+    monkeypatch.setattr(serving, "estimate", fake)
+    dep = Deployment(scenario="aisimulate/llama-3.1-70b-instruct-h200-fp8-trt-tp8.yaml")
+    serving_prediction(None, Point("x", dep, 1000, 1000, concurrency=4, max_num_batched_tokens=16384))
+    serving_prediction(None, Point("x", dep, 1000, 1000, concurrency=4))
+    assert seen[0]["max_num_batched_tokens"] == 16384
+    assert "max_num_batched_tokens" not in seen[1]

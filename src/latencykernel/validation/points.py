@@ -91,6 +91,10 @@ class Point:
     max_num_seqs: the run's ``--max-num-seqs`` (requests a rank holds at once) where the
                   run stated one the deployment does not, or the engine's default applied
                   because the run stated none; 0 = the deployment's own
+    max_num_batched_tokens: the run's token budget per step (vLLM's
+                  ``--max-num-batched-tokens``, TensorRT-LLM's ``max_num_tokens``,
+                  SGLang's ``--chunked-prefill-size``) where it differs from the
+                  deployment's; 0 = the deployment's own
     """
 
     sweep: str
@@ -110,6 +114,7 @@ class Point:
     batch_wait_timeout_iters: int = 0
     batch_wait_max_tokens_ratio: float = 0.0
     max_num_seqs: int = 0
+    max_num_batched_tokens: int = 0
 
     def __post_init__(self) -> None:
         if not (self.isl >= 1):
@@ -124,6 +129,10 @@ class Point:
             )
         if not (isinstance(self.max_num_seqs, int) and self.max_num_seqs >= 0):
             raise LatencyKernelError(f"max_num_seqs must be a whole number >= 0, got {self.max_num_seqs!r}")
+        if not (isinstance(self.max_num_batched_tokens, int) and self.max_num_batched_tokens >= 0):
+            raise LatencyKernelError(
+                f"max_num_batched_tokens must be a whole number >= 0, got {self.max_num_batched_tokens!r}"
+            )
         if not (0.0 <= self.batch_wait_max_tokens_ratio <= 1.0):
             raise LatencyKernelError(
                 f"batch_wait_max_tokens_ratio must be in [0, 1], got {self.batch_wait_max_tokens_ratio!r}"

@@ -20,7 +20,8 @@ the one ``validate`` uses, so switching is one line:
       D      = step(b decodes at ctx) + host per output token
       M      = step(b − 1 decodes + the prompt's chunks) − step(b − 1 decodes)
                the extra a prefill adds to the step it shares (chunks of
-               max_num_batched_tokens tokens, each priced at its computed prefix)
+               max_num_batched_tokens tokens, the run's where the point states it
+               (``Point.max_num_batched_tokens``), each priced at its computed prefix)
       TPOT   = D + (b − 1) · M / osl              each of the b − 1 other requests
                prefills about once during one request's osl decode steps, and vLLM's
                chunked prefill runs it inside a decode step (mixed batch)
@@ -108,11 +109,14 @@ def _chunks(isl: int, budget: int) -> list[tuple[int, int]]:
     return out
 
 
-def closed_form_parts(model: Any, isl: float, osl: float, per_rank: int) -> tuple[float, float, float, float]:
-    """(D, M, prompt steps, admission) of the closed form, seconds (see the module docstring)."""
+def closed_form_parts(
+    model: Any, isl: float, osl: float, per_rank: int, budget_tokens: int = 0
+) -> tuple[float, float, float, float]:
+    """(D, M, prompt steps, admission) of the closed form, seconds (see the module docstring);
+    ``budget_tokens`` the step's token budget (0: the deployment's max_num_batched_tokens)."""
     lim = model.limits()
     thr = int(lim.decode_threshold)
-    budget = max(int(lim.max_num_batched_tokens), 1)
+    budget = max(int(budget_tokens or lim.max_num_batched_tokens), 1)
     b = max(int(per_rank), 1)
     ctx = max(int(round(isl + osl / 2)), 1)
     n_isl = max(int(round(isl)), 1)
@@ -267,7 +271,9 @@ def batch_wait_s(
     return mean_iters * decode_step_s
 
 
-def prompt_service_s(model: Any, isl: float, osl: float, per_rank: int, marginal_s: float) -> float:
+def prompt_service_s(
+    model: Any, isl: float, osl: float, per_rank: int, marginal_s: float, budget_tokens: int = 0
+) -> float:
     """Time one queued prompt holds the engine, seconds: its marginal M plus its share of
     the decode work of the steps it runs in.
 
@@ -294,7 +300,7 @@ def prompt_service_s(model: Any, isl: float, osl: float, per_rank: int, marginal
     lim = model.limits()
     ctx = max(int(round(isl + osl / 2)), 1)
     base = _step_s(model, [1] * others, [ctx - 1] * others, int(lim.decode_threshold))
-    room = max(int(lim.max_num_batched_tokens) - others, 1)
+    room = max(int(budget_tokens or lim.max_num_batched_tokens) - others, 1)
     n_isl = max(int(round(isl)), 1)
     if n_isl > room:
         return marginal_s + math.ceil(n_isl / room) * base
@@ -321,10 +327,12 @@ def closed_form_prediction(model: Any, point: Point) -> Prediction:
     """The closed form of the module docstring."""
     lim = model.limits()
     dp = max(int(lim.data_parallel), 1)
-    if point.max_num_seqs > 0:  # a run's setting vLLM would not start with is refused, as serving's
+    budget = int(point.max_num_batched_tokens or lim.max_num_batched_tokens)
+    if point.max_num_seqs > 0 or point.max_num_batched_tokens > 0:
+        # a run's setting vLLM would not start with is refused, as serving's
         check_scheduler_limits(
-            int(lim.max_num_batched_tokens),
-            point.max_num_seqs,
+            budget,
+            int(point.max_num_seqs or lim.max_num_seqs),
             int(lim.max_model_len),
             bool(lim.enable_chunked_prefill),
         )
@@ -338,7 +346,7 @@ def closed_form_prediction(model: Any, point: Point) -> Prediction:
         rate = float(point.request_rate or 0.0) / dp
         b = 1
         for _ in range(20):
-            d, m, steps, adm = closed_form_parts(model, point.isl, point.osl, b)
+            d, m, steps, adm = closed_form_parts(model, point.isl, point.osl, b, budget)
             e2e = adm + steps + point.osl * (d + (b - 1) * m / point.osl)
             nb = max(1, math.ceil(rate * e2e))
             if nb > 4096:
@@ -349,7 +357,7 @@ def closed_form_prediction(model: Any, point: Point) -> Prediction:
             if nb == b:
                 break
             b = nb
-    d, m, steps, adm = closed_form_parts(model, point.isl, point.osl, b)
+    d, m, steps, adm = closed_form_parts(model, point.isl, point.osl, b, budget)
     tpot = d + (b - 1) * m / point.osl
     ttft = adm + d / 2 + decided_step_wait_s(b, tpot, bool(lim.async_scheduling)) + steps
     if point.batch_wait_timeout_iters > 0:
@@ -360,17 +368,19 @@ def closed_form_prediction(model: Any, point: Point) -> Prediction:
             d,
             point.batch_wait_timeout_iters,
             point.batch_wait_max_tokens_ratio,
-            int(lim.max_num_batched_tokens),
+            budget,
         )
     cycle = ttft + point.osl * tpot
     tokenise = tokenisation_s(model, point.isl)
     if point.concurrency is not None:
         spread = 2 * point.range_ratio * point.osl * tpot
-        ttft += wave_queue_s(b, prompt_service_s(model, point.isl, point.osl, b, m), cycle, spread, PROMPTS_PER_CLIENT)
+        ttft += wave_queue_s(
+            b, prompt_service_s(model, point.isl, point.osl, b, m, budget), cycle, spread, PROMPTS_PER_CLIENT
+        )
         # every client of the deployment queues at the one front end (tokenisation_s)
         ttft += wave_queue_s(int(point.concurrency), tokenise, cycle, spread, PROMPTS_PER_CLIENT)
     else:  # open loop: arrivals spread over the whole cycle
-        ttft += prefill_queue_s(b, prompt_service_s(model, point.isl, point.osl, b, m), cycle)
+        ttft += prefill_queue_s(b, prompt_service_s(model, point.isl, point.osl, b, m, budget), cycle)
         ttft += prefill_queue_s(b * dp, tokenise, cycle)
     if n > b:
         ttft += (ttft + point.osl * tpot) * (n / b - 1)
@@ -404,6 +414,8 @@ def serving_prediction(model: Any, point: Point) -> Prediction:
         engine["batch_wait_max_tokens_ratio"] = point.batch_wait_max_tokens_ratio
     if point.max_num_seqs > 0:  # the run's --max-num-seqs
         engine["max_num_seqs"] = point.max_num_seqs
+    if point.max_num_batched_tokens > 0:  # the run's token budget per step
+        engine["max_num_batched_tokens"] = point.max_num_batched_tokens
     r = estimate(model, isl=isl, osl=osl, concurrency=point.concurrency, request_rate=point.request_rate, **engine)
     return Prediction(ttft=_dist(r.ttft), tpot=_dist(r.tpot), itl=_dist(r.itl), method="serving simulation")
 

@@ -9,7 +9,8 @@ native JSON / CSV (``docs/accuracy.md`` documents it): one row per point with ``
     [L(1 − r), L(1 + r)] around the stated means), optional ``batch_wait_timeout_iters``
     and ``batch_wait_max_tokens_ratio`` (TensorRT-LLM's batch waiting as the run set it),
     optional ``max_num_seqs`` (the run's ``--max-num-seqs`` where it differs from the
-    deployment's).
+    deployment's), optional ``max_num_batched_tokens`` (the run's token budget per step
+    where it differs from the deployment's).
     Definitions are vLLM's.
 ``vllm bench serve`` result JSON (vllm/benchmarks/serve.py, ``benchmark`` result dict):
     ``{mean,median,p99}_{ttft,tpot,itl}_ms`` are taken as they are; ISL/OSL are
@@ -126,6 +127,7 @@ def _native_point(row: Mapping[str, Any], default: Deployment | None, where: str
     wait_iters = _whole(row.get("batch_wait_timeout_iters"), f"{where}: batch_wait_timeout_iters")
     wait_ratio = _num(row.get("batch_wait_max_tokens_ratio"), f"{where}: batch_wait_max_tokens_ratio")
     seqs = _whole(row.get("max_num_seqs"), f"{where}: max_num_seqs")
+    budget = _whole(row.get("max_num_batched_tokens"), f"{where}: max_num_batched_tokens")
     return Point(
         sweep=sweep,
         deployment=dep,
@@ -144,6 +146,7 @@ def _native_point(row: Mapping[str, Any], default: Deployment | None, where: str
         batch_wait_timeout_iters=wait_iters or 0,
         batch_wait_max_tokens_ratio=wait_ratio or 0.0,
         max_num_seqs=seqs or 0,
+        max_num_batched_tokens=budget or 0,
     )
 
 
