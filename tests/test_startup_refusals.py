@@ -189,6 +189,15 @@ def test_max_num_batched_tokens_below_max_model_len_needs_chunked_prefill() -> N
     lk.build(LLAMA, "h100", enable_chunked_prefill=False, max_num_batched_tokens=8192, max_model_len=8192)
 
 
+def test_chunked_prefill_off_reaches_the_scheduler() -> None:
+    """Defect: a deployment stating enable_chunked_prefill false opened with the setting in
+    ``info`` but ``limits()`` said True, so the serving simulation chunked its prompts."""
+    off = lk.build(LLAMA, "h100", enable_chunked_prefill=False, max_num_batched_tokens=8192, max_model_len=8192)
+    assert off.info["enable_chunked_prefill"] is False
+    assert off.limits().enable_chunked_prefill is False
+    assert lk.build(LLAMA, "h100").limits().enable_chunked_prefill is True
+
+
 @pytest.mark.parametrize("bad", [8, 24, 1])
 def test_block_sizes_the_attention_backends_reject_are_refused(bad: int) -> None:
     """Defect: block_size 8, 24 or 1 opened; CUDA backends page in multiples of 16."""

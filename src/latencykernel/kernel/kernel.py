@@ -379,6 +379,7 @@ class Kernel(KernelMemory):
             gpus=max(lay.tp, 1) * max(lay.pp, 1) * max(lay.pcp, 1),
             data_parallel=max(lay.dp, 1),
             scheduling_policy=str(eng.scheduling_policy or "fcfs"),
+            enable_chunked_prefill=bool(self._info.get("enable_chunked_prefill", True)),
             # vLLM syncs data-parallel ranks of a MoE model every step (dummy batches on idle
             # ranks), so they step together; dense replicas run on their own.
             lockstep_data_parallel=lay.dp > 1 and c.plan.has_experts,
