@@ -70,8 +70,19 @@ RANGE_LOW = 0.8
 # `--max_num_tokens 16384` (the step's token budget, our max_num_batched_tokens; the twins
 # state vLLM's 8192), and write `batch_wait_max_tokens_ratio: 0.9` and
 # `batch_wait_timeout_iters: 20` into the LLM API options when ISL = OSL = 1024 and TP < 8,
-# and neither otherwise. The dump's other TRT launch scripts of those dates (DeepSeek-R1,
-# GPT-OSS, MiniMax) set no batch waiting; their token budgets are not carried yet.
+# and neither otherwise. The dump's other TRT launch scripts (each read at its run's
+# date) set no batch waiting, and their token budgets are: DeepSeek-R1
+# (dsr1_fp8_h200_trt_slurm.sh at e06929c70, 2025-11-02; dsr1_fp4_b200_trt.sh at 6f6afc1cb,
+# 2026-02-03, and benchmarks/single_node/ at 4f630348d, 2026-05-19) --max_num_tokens
+# roundup64(CONC + ISL + 64), ISL the workload's nominal 1024 or 8192, at least 8192 from
+# commit 64af5a771 (2026-01-21) on; GPT-OSS (gptoss_fp4_{b200,h200}_trt*.sh at f6a9d0b6a,
+# 2025-12-15, to d2ee68c7c, 2026-05-18) 20000, with --max_batch_size 512 on B200 and $CONC
+# on H200; MiniMax-M2.5 (single_node/fixed_seq_len/minimaxm2.5_fp4_{b200,b300}_trt.sh,
+# 2026-06-12/13) max_num_tokens 16384, --max_batch_size $CONC, and scheduler_config
+# capacity_scheduler_policy MAX_UTILIZATION (blocks as requests grow: kv_reservation
+# on_demand); every other TRT script leaves TensorRT-LLM's default GUARANTEED_NO_EVICT
+# (the twins' engine: trt reserves to completion, docs/serving.md).
+DSR1_TRT_BUDGET_FLOOR_SINCE = "2026-01-21"
 # --max-num-seqs in InferenceX's vLLM launch scripts (SemiAnalysisAI/InferenceX at 843c625:
 # benchmarks/70b_*_slurm.sh, benchmarks/single_node/fixed_seq_len/deprecated/*.sh): a number,
 # CONC where the script passes the point's own concurrency ($CONC); a vLLM sweep whose script
@@ -104,7 +115,9 @@ def vllm_default_max_num_seqs(chip: str) -> int:
     return default_max_num_seqs(doc.name, doc.MemoryGiB)
 
 
-def engine_settings(stem: str, framework: str, label: str, concurrency: int, chip: str) -> dict[str, Any]:
+def engine_settings(
+    stem: str, framework: str, label: str, concurrency: int, chip: str, run_date: str = ""
+) -> dict[str, Any]:
     """Point keyword arguments for the engine settings the sweep's run stated (or, where it
     stated none, the engine default it ran with)."""
     m = re.search(r"-tp(\d+)$", stem)
@@ -115,6 +128,15 @@ def engine_settings(stem: str, framework: str, label: str, concurrency: int, chi
         if label == "1k1k" and 0 < tp < 8:
             out |= {"batch_wait_timeout_iters": 20, "batch_wait_max_tokens_ratio": 0.9}
         return out
+    if framework == "trt" and stem.startswith("deepseek-v3-"):
+        budget = (concurrency + WORKLOADS[label][0] + 64 + 63) // 64 * 64
+        if run_date >= DSR1_TRT_BUDGET_FLOOR_SINCE:
+            budget = max(budget, 8192)
+        return {"max_num_batched_tokens": budget}
+    if framework == "trt" and stem.startswith("gpt-oss-120b-"):
+        return {"max_num_batched_tokens": 20000, "max_num_seqs": 512 if chip == "b200" else concurrency}
+    if framework == "trt" and stem.startswith("minimax-m2.5-"):
+        return {"max_num_batched_tokens": 16384, "max_num_seqs": concurrency, "kv_reservation": "on_demand"}
     if framework == "vllm":
         key = re.sub(r"-(fp8|fp4|bf16)-vllm-.*$", "", stem)
         seqs = VLLM_MAX_NUM_SEQS.get(key) or vllm_default_max_num_seqs(chip)
@@ -150,7 +172,9 @@ def inferencex_points(path: Path, lengths: str = "inferencex") -> list[Point]:
                     model=model_of(stem),
                     source=f"InferenceX {data.get('release_tag', '')} via inferencex_absolutes.json",
                     range_ratio=ratio,
-                    **engine_settings(stem, a["framework"], a["label"], int(c), a["gpu"]),
+                    **engine_settings(
+                        stem, a["framework"], a["label"], int(c), a["gpu"], str(a.get("source_run_date", ""))
+                    ),
                 )
             )
     return out
@@ -202,6 +226,8 @@ def native(points: list[Point]) -> dict[str, Any]:
             row["max_num_seqs"] = p.max_num_seqs
         if p.max_num_batched_tokens:
             row["max_num_batched_tokens"] = p.max_num_batched_tokens
+        if p.kv_reservation:
+            row["kv_reservation"] = p.kv_reservation
         for m in METRICS:
             for st in STATS:
                 v = getattr(p, m).get(st)

@@ -146,3 +146,14 @@ def test_native_rows_carry_the_runs_token_budget() -> None:
     assert (a.max_num_batched_tokens, b.max_num_batched_tokens) == (16384, 0)
     with pytest.raises(LatencyKernelError, match="max_num_batched_tokens"):
         read_text("sweep,isl,osl,concurrency,scenario,max_num_batched_tokens\nx,1000,1000,4,a.yaml,-1\n", "bad.csv")
+
+
+def test_native_rows_carry_the_runs_kv_reservation() -> None:
+    """Guards how the run's scheduler held KV beside its measurements (TensorRT-LLM's
+    capacity policy as a launch script set it): read into the point, a row without it takes
+    the deployment's (""), and a value that is neither policy is refused naming the column."""
+    head = "sweep,isl,osl,concurrency,scenario,kv_reservation\n"
+    a, b = read_text(head + "x,1000,1000,4,a.yaml,on_demand\ny,1000,1000,4,a.yaml,\n", "resv.csv")
+    assert (a.kv_reservation, b.kv_reservation) == ("on_demand", "")
+    with pytest.raises(LatencyKernelError, match="kv_reservation"):
+        read_text(head + "x,1000,1000,4,a.yaml,MAX_UTILIZATION\n", "bad.csv")

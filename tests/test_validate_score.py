@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -312,8 +313,9 @@ def test_vllm_and_trt_twins_take_their_fitted_admission_and_nothing_else(
 ) -> None:
     """Guards the engine-scoped host sets fitted on the InferenceX fit half: a vLLM or
     TensorRT-LLM twin takes its set's admission (per request and per prompt token) and keeps
-    every step price, limit and per-token host cost of the same inputs on an engine the set
-    is not scoped to, which take the generic set's 40 ms and 0.35 us per token (as the Go
+    every step price, limit (but TensorRT-LLM's KV reservation to completion, its engine's
+    own scheduler rule) and per-token host cost of the same inputs on an engine the set is
+    not scoped to, which take the generic set's 40 ms and 0.35 us per token (as the Go
     guide's deployment, listing only the generic set, does)."""
     inputs = lk.open_inputs(twin)
     assert inputs.scenario.engine == engine
@@ -326,7 +328,9 @@ def test_vllm_and_trt_twins_take_their_fitted_admission_and_nothing_else(
         assert fitted.admission_overhead(n) == pytest.approx(per_request_s + per_token_s * n, abs=2e-9)
         assert generic.admission_overhead(n) == pytest.approx(0.04 + 0.35e-6 * n, abs=2e-9)
     b = Batch.decode(8, 2048)
-    assert fitted.step_time(b) == generic.step_time(b) and fitted.limits() == generic.limits()
+    assert fitted.step_time(b) == generic.step_time(b)
+    assert fitted.limits().kv_reservation == ("to_completion" if engine == "trt" else "on_demand")
+    assert dataclasses.replace(fitted.limits(), kv_reservation="on_demand") == generic.limits()
     assert fitted.output_token_overhead() == generic.output_token_overhead()
     origin = {o.name: o for o in fitted.provenance()}["host_admission_per_request"]
     assert origin.set == f"cost-model-host-overheads{set_name}" and origin.scope.endswith(f"engine: {engine}")
@@ -452,3 +456,37 @@ def test_serving_prediction_passes_the_runs_token_budget(monkeypatch: pytest.Mon
     serving_prediction(None, Point("x", dep, 1000, 1000, concurrency=4))
     assert seen[0]["max_num_batched_tokens"] == 16384
     assert "max_num_batched_tokens" not in seen[1]
+
+
+def test_a_runs_kv_reservation_replaces_the_deployments(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Guards a point's kv_reservation (e.g. InferenceX's MiniMax TensorRT-LLM runs setting
+    capacity_scheduler_policy MAX_UTILIZATION) overriding the TRT twin's to_completion: the
+    closed form's resident cap moves from isl + osl to isl + osl/2 blocks a request (a
+    1k8k closed loop past the cap waits for whole requests: TTFT falls), the serving
+    predictor passes the setting by name, and a bad value is refused naming it."""
+    import latencykernel.serving as serving
+
+    sc = "aisimulate/llama-3.1-70b-instruct-h200-fp8-trt-tp1.yaml"
+    k = lk.open(sc)
+    dep = Deployment(scenario=sc)
+    assert k.limits().kv_reservation == "to_completion"
+
+    def ttft(resv: str) -> float:
+        got = closed_form_prediction(k, Point("x", dep, 922, 7373, concurrency=64, kv_reservation=resv))
+        assert got.ttft.mean is not None
+        return got.ttft.mean
+
+    assert ttft("") == ttft("to_completion") > 10 * ttft("on_demand")
+    seen: list[dict[str, Any]] = []
+
+    def fake(model: Any, **kw: Any) -> Any:
+        seen.append(kw)
+        d = type("D", (), {"mean": 1.0, "median": 1.0, "p99": 1.0})()
+        return type("R", (), {"ttft": d, "tpot": d, "itl": d})()
+
+    monkeypatch.setattr(serving, "estimate", fake)
+    serving_prediction(None, Point("x", dep, 1000, 1000, concurrency=4, kv_reservation="on_demand"))
+    serving_prediction(None, Point("x", dep, 1000, 1000, concurrency=4))
+    assert seen[0]["kv_reservation"] == "on_demand" and "kv_reservation" not in seen[1]
+    with pytest.raises(LatencyKernelError, match="kv_reservation"):
+        Point("x", dep, 1000, 1000, concurrency=4, kv_reservation="guaranteed_no_evict")

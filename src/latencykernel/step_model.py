@@ -70,6 +70,12 @@ class EngineLimits:
                              long as the slowest rank; False for independent replicas
     model_max_model_len:     the longest context the model's config supports as vLLM derives
                              it (0: unknown); a max_model_len given later is held to it
+    kv_reservation:          ``on_demand`` (vLLM, SGLang: a request takes KV blocks as it
+                             grows; short of blocks, the scheduler preempts) or
+                             ``to_completion`` (TensorRT-LLM's default capacity scheduler,
+                             GUARANTEED_NO_EVICT: a request is admitted only when the free
+                             blocks, less those the running requests still need to finish,
+                             hold its prompt plus its max_tokens; nothing is ever preempted)
     """
 
     max_num_seqs: int
@@ -90,6 +96,7 @@ class EngineLimits:
     engine: str = "vllm"
     lockstep_data_parallel: bool = False
     model_max_model_len: int = 0
+    kv_reservation: str = "on_demand"
 
 
 @runtime_checkable

@@ -220,7 +220,8 @@ def _coefficients(inputs: Inputs, layout: Layout) -> Coefficients:
 
 def _scope_assumptions(inputs: Inputs, layout: Layout, assumptions: Assumptions) -> None:
     """What the kernel assumes of the deployment's scope: unsized expert-parallel dispatch
-    buffers, the engine when unstated, and the engine version it prices."""
+    buffers, the engine when unstated, TensorRT-LLM's KV reservation, and the engine version
+    it prices."""
     scenario = inputs.scenario
     if layout.ep_enabled and layout.moe_group > 1:
         assumptions.add(
@@ -233,6 +234,18 @@ def _scope_assumptions(inputs: Inputs, layout: Layout, assumptions: Assumptions)
             "engine",
             "vllm",
             "the scenario states no engine; entries a listed set scopes to another engine are not applied",
+        )
+    if scenario.engine == "trt":
+        # tensorrt_llm/llmapi/llm_args.py, SchedulerConfig: capacity_scheduler_policy defaults to
+        # GUARANTEED_NO_EVICT; cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp,
+        # GuaranteedNoEvictScheduler::impl, admits a request only while the free blocks, less
+        # KVCacheManager::getRemainingBlocksToCompletion of every running request, hold its own
+        # (prompt + max_new_tokens)
+        assumptions.add(
+            "kv_reservation",
+            "to_completion",
+            "TensorRT-LLM's default capacity scheduler (GUARANTEED_NO_EVICT) reserves each request's prompt + "
+            "max_tokens of KV at admission; limits().kv_reservation carries it to the scheduler",
         )
     if scenario.engine_version != ENGINE_BEHAVIOUR_VERSION:
         assumptions.add(

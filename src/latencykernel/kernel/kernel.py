@@ -383,6 +383,10 @@ class Kernel(KernelMemory):
             # vLLM syncs data-parallel ranks of a MoE model every step (dummy batches on idle
             # ranks), so they step together; dense replicas run on their own.
             lockstep_data_parallel=lay.dp > 1 and c.plan.has_experts,
+            # TensorRT-LLM reserves a request's KV to completion (its default capacity
+            # scheduler, recorded by the build as an assumption); vLLM and SGLang allocate as
+            # requests grow
+            kv_reservation="to_completion" if self._inputs.scenario.engine == "trt" else "on_demand",
         )
 
     # ----- transfers and per-request host time ------------------------------------------

@@ -39,6 +39,8 @@ ENGINE_KEYS: dict[str, str] = {
     "batch_wait_timeout_iters": "TensorRT-LLM's batch waiting: steps a prompt may be held while others decode (0: off)",
     "batch_wait_max_tokens_ratio": "TensorRT-LLM's batch waiting: release once held prompts + decodes reach this share of the budget",
     "tokeniser_queue": "the admission's per-prompt-token part queues at the API server's one tokeniser (default True)",
+    "kv_reservation": "on_demand (vLLM, SGLang: blocks as a request grows) or to_completion (TensorRT-LLM's "
+    "GUARANTEED_NO_EVICT: prompt + max_tokens reserved at admission)",
 }
 
 
@@ -71,6 +73,7 @@ class EngineConfig:
     tokeniser_queue: bool = True
     batch_wait_iters: int = 0
     batch_wait_ratio: float = 0.0
+    reserve_to_completion: bool = False
 
 
 def _int(name: str, v: Any, low: int) -> int:
@@ -236,6 +239,9 @@ def resolve_engine(model: StepModel, engine: dict[str, Any]) -> tuple[EngineConf
                 f"held prompts + decodes reach {bwr:g} x max_num_batched_tokens (off under attention DP)",
             )
         )
+    resv = str(pick("kv_reservation", lim.kv_reservation, src))
+    if resv not in ("on_demand", "to_completion"):
+        raise LatencyKernelError(f"kv_reservation must be on_demand or to_completion, got {resv!r}")
     if "tokeniser_queue" not in engine:
         notes.append(
             (
@@ -272,5 +278,6 @@ def resolve_engine(model: StepModel, engine: dict[str, Any]) -> tuple[EngineConf
         tokeniser_queue=tokq,
         batch_wait_iters=bw,
         batch_wait_ratio=bwr,
+        reserve_to_completion=resv == "to_completion",
     )
     return cfg, notes

@@ -208,6 +208,7 @@ def schedule(sim: Simulation, rk: Rank) -> tuple[list[tuple[int, int, int, int, 
         pc = cfg.enable_prefix_caching
         chunked = cfg.enable_chunked_prefill
         mns = cfg.max_num_seqs
+        resv = cfg.reserve_to_completion
         while waiting and budget > 0:
             if len(running) == mns:  # max_num_seqs
                 break
@@ -232,11 +233,24 @@ def schedule(sim: Simulation, rk: Rank) -> tuple[list[tuple[int, int, int, int, 
             # once per rank, never evicted); vLLM takes an evictable cached block out of the
             # free queue and may have evicted it. A preempted request re-hits only its prefix.
             need_tokens = c + new  # no lookahead for a request not yet computed
+            if resv:
+                # TensorRT-LLM's GUARANTEED_NO_EVICT (capacityScheduler.cpp,
+                # GuaranteedNoEvictScheduler::impl; kvCacheManager.cpp,
+                # getRemainingBlocksToCompletion): admitted only if the free blocks hold the
+                # whole prompt + max_tokens. KNOWN DIVERGENCE S5: the reservation is taken from
+                # the free pool at once, where TensorRT-LLM allocates as the request grows and
+                # only counts the rest as reserved; admission and capacity are the same, the
+                # KV use reported after each step is the reserved one.
+                need_tokens = prompt[r] + target[r] + la
             if need_tokens > mml:
                 need_tokens = mml
             need = -(-need_tokens // bs) - hb
             extra_shared = hb - rk.shared if hb > rk.shared else 0
             if need + extra_shared > rk.free:  # allocate_slots returns None: stop admitting
+                if not running:  # nothing will free a block: it would wait for ever
+                    if resv:
+                        _cannot_reserve(rk, r, need + extra_shared, prompt[r], target[r])
+                    _cannot_fit(sim, rk, r)
                 break
             if bw:
                 undo.append((r, comp[r], o, 0, sim.first_sched[r], need + extra_shared, extra_shared, True))
@@ -259,7 +273,8 @@ def schedule(sim: Simulation, rk: Rank) -> tuple[list[tuple[int, int, int, int, 
 
 
 def _cannot_fit(sim: Simulation, rk: Rank, r: int) -> None:
-    """Refuse request ``r``: alone on its rank, it preempted itself for want of a block.
+    """Refuse request ``r``: alone on its rank, it preempted itself for want of a block, or
+    it heads the waiting queue with nothing running and the free pool short of its first chunk.
     Nothing else holds blocks but the resident prefix-cache ones, which this simulation never
     evicts (divergence S1, marked in ``schedule``'s waiting loop), so every retry would do the
     same (a loop under async scheduling, a stall without it). vLLM would evict cached blocks
@@ -269,6 +284,19 @@ def _cannot_fit(sim: Simulation, rk: Rank, r: int) -> None:
         f"rank it needs more KV blocks than the {rk.usable} usable ones hold beside the {rk.shared} resident "
         "prefix-cache blocks, which this simulation never evicts (divergence S1); raise num_gpu_blocks, lower the "
         "prefix hits, or turn off enable_prefix_caching",
+        setting="num_gpu_blocks",
+        value=rk.usable + 1,
+    )
+
+
+def _cannot_reserve(rk: Rank, r: int, need: int, prompt_tokens: int, output_tokens: int) -> None:
+    """Refuse request ``r`` under ``kv_reservation="to_completion"``: with nothing running,
+    the free pool still cannot hold its prompt + max_tokens, so it would wait for ever
+    (TensorRT-LLM's GUARANTEED_NO_EVICT scheduler never admits it either)."""
+    raise RefusedError(
+        f"request {r} ({prompt_tokens} prompt + {output_tokens} output tokens) needs {need} KV blocks reserved to "
+        f"completion, more than the {rk.free} free on its rank with nothing running (kv_reservation "
+        "to_completion, TensorRT-LLM's GUARANTEED_NO_EVICT); raise num_gpu_blocks or shorten the requests",
         setting="num_gpu_blocks",
         value=rk.usable + 1,
     )

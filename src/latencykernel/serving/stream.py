@@ -75,6 +75,7 @@ def applies(sim: Simulation, eng: Engine) -> bool:
         and cfg.lookahead == 0
         and not sim.disagg
         and not cfg.batch_wait_iters  # TensorRT-LLM's batch waiting holds prompts: the ordinary path
+        and not cfg.reserve_to_completion  # admission by reserved blocks: the ordinary path
     )
 
 

@@ -95,6 +95,10 @@ class Point:
                   ``--max-num-batched-tokens``, TensorRT-LLM's ``max_num_tokens``,
                   SGLang's ``--chunked-prefill-size``) where it differs from the
                   deployment's; 0 = the deployment's own
+    kv_reservation: how the run's scheduler holds KV, where it differs from the
+                  deployment's (``EngineLimits.kv_reservation``): ``on_demand`` (vLLM's;
+                  TensorRT-LLM's MAX_UTILIZATION capacity policy) or ``to_completion``
+                  (TensorRT-LLM's default GUARANTEED_NO_EVICT); "" = the deployment's own
     """
 
     sweep: str
@@ -115,6 +119,7 @@ class Point:
     batch_wait_max_tokens_ratio: float = 0.0
     max_num_seqs: int = 0
     max_num_batched_tokens: int = 0
+    kv_reservation: str = ""
 
     def __post_init__(self) -> None:
         if not (self.isl >= 1):
@@ -132,6 +137,11 @@ class Point:
         if not (isinstance(self.max_num_batched_tokens, int) and self.max_num_batched_tokens >= 0):
             raise LatencyKernelError(
                 f"max_num_batched_tokens must be a whole number >= 0, got {self.max_num_batched_tokens!r}"
+            )
+        if self.kv_reservation not in ("", "on_demand", "to_completion"):
+            raise LatencyKernelError(
+                f"kv_reservation must be on_demand or to_completion (or empty: the deployment's), "
+                f"got {self.kv_reservation!r}"
             )
         if not (0.0 <= self.batch_wait_max_tokens_ratio <= 1.0):
             raise LatencyKernelError(

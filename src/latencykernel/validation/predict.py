@@ -15,7 +15,9 @@ the one ``validate`` uses, so switching is one line:
                requests resident on one rank: vLLM admits no more than max_num_seqs
                (the run's where the point states it, ``Point.max_num_seqs``),
                nor more than the KV cache holds at their mean length (kv_blocks as vLLM
-               allocates it, ``limits().kv_blocks``); the rest wait
+               allocates it, ``limits().kv_blocks``; at isl + osl where the engine
+               reserves KV to completion, ``limits().kv_reservation``, or the run's,
+               ``Point.kv_reservation``); the rest wait
       ctx    = isl + osl / 2                          a mid-decode context
       D      = step(b decodes at ctx) + host per output token
       M      = step(b − 1 decodes + the prompt's chunks) − step(b − 1 decodes)
@@ -132,12 +134,17 @@ def closed_form_parts(
     return d, marginal, prompt_steps, float(model.admission_overhead(n_isl))
 
 
-def resident_cap(limits: Any, isl: float, osl: float, max_num_seqs: int = 0) -> int:
+def resident_cap(limits: Any, isl: float, osl: float, max_num_seqs: int = 0, kv_reservation: str = "") -> int:
     """Requests one rank holds at once: max_num_seqs (the run's where the point states one,
-    ``Point.max_num_seqs``, else the deployment's), and the KV blocks at mean length."""
+    ``Point.max_num_seqs``, else the deployment's), and the KV blocks at mean length, or at
+    the whole length (isl + osl) where the engine reserves a request's KV to completion
+    (``kv_reservation``, the run's where the point states it, else
+    ``limits.kv_reservation``: TensorRT-LLM's GUARANTEED_NO_EVICT)."""
     cap = max(int(max_num_seqs or limits.max_num_seqs), 1)
     bs = max(int(limits.block_size), 1)
-    per_req = max(math.ceil((isl + osl / 2) / bs), 1)
+    resv = kv_reservation or getattr(limits, "kv_reservation", "on_demand")
+    held = osl if resv == "to_completion" else osl / 2
+    per_req = max(math.ceil((isl + held) / bs), 1)
     if int(limits.kv_blocks) > 0:
         cap = min(cap, max(int(limits.kv_blocks) // per_req, 1))
     return cap
@@ -336,7 +343,7 @@ def closed_form_prediction(model: Any, point: Point) -> Prediction:
             int(lim.max_model_len),
             bool(lim.enable_chunked_prefill),
         )
-    cap = resident_cap(lim, point.isl, point.osl, point.max_num_seqs)
+    cap = resident_cap(lim, point.isl, point.osl, point.max_num_seqs, point.kv_reservation)
     n = b = 1
     if point.concurrency is not None:
         n = math.ceil(point.concurrency / dp)
@@ -416,6 +423,8 @@ def serving_prediction(model: Any, point: Point) -> Prediction:
         engine["max_num_seqs"] = point.max_num_seqs
     if point.max_num_batched_tokens > 0:  # the run's token budget per step
         engine["max_num_batched_tokens"] = point.max_num_batched_tokens
+    if point.kv_reservation:  # how the run's scheduler held KV
+        engine["kv_reservation"] = point.kv_reservation
     r = estimate(model, isl=isl, osl=osl, concurrency=point.concurrency, request_rate=point.request_rate, **engine)
     return Prediction(ttft=_dist(r.ttft), tpot=_dist(r.tpot), itl=_dist(r.itl), method="serving simulation")
 

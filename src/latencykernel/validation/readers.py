@@ -10,7 +10,9 @@ native JSON / CSV (``docs/accuracy.md`` documents it): one row per point with ``
     and ``batch_wait_max_tokens_ratio`` (TensorRT-LLM's batch waiting as the run set it),
     optional ``max_num_seqs`` (the run's ``--max-num-seqs`` where it differs from the
     deployment's), optional ``max_num_batched_tokens`` (the run's token budget per step
-    where it differs from the deployment's).
+    where it differs from the deployment's), optional ``kv_reservation`` (``on_demand`` or
+    ``to_completion``: how the run's scheduler held KV, where it differs from the
+    deployment's).
     Definitions are vLLM's.
 ``vllm bench serve`` result JSON (vllm/benchmarks/serve.py, ``benchmark`` result dict):
     ``{mean,median,p99}_{ttft,tpot,itl}_ms`` are taken as they are; ISL/OSL are
@@ -128,6 +130,9 @@ def _native_point(row: Mapping[str, Any], default: Deployment | None, where: str
     wait_ratio = _num(row.get("batch_wait_max_tokens_ratio"), f"{where}: batch_wait_max_tokens_ratio")
     seqs = _whole(row.get("max_num_seqs"), f"{where}: max_num_seqs")
     budget = _whole(row.get("max_num_batched_tokens"), f"{where}: max_num_batched_tokens")
+    resv = row.get("kv_reservation")
+    if resv is not None and resv != "" and resv not in ("on_demand", "to_completion"):
+        raise LatencyKernelError(f"{where}: kv_reservation must be on_demand or to_completion, got {resv!r}")
     return Point(
         sweep=sweep,
         deployment=dep,
@@ -147,6 +152,7 @@ def _native_point(row: Mapping[str, Any], default: Deployment | None, where: str
         batch_wait_max_tokens_ratio=wait_ratio or 0.0,
         max_num_seqs=seqs or 0,
         max_num_batched_tokens=budget or 0,
+        kv_reservation=str(resv or ""),
     )
 
 
