@@ -291,6 +291,23 @@ CASES = [
         Poisson(2.0, 40, RandomRange(100, 0.9), num_prompts=30),
     ),
     ("closed-spread", {"max_num_seqs": 16}, ClosedLoop(6, 40, RandomRange(100, 0.9), num_prompts=40)),
+    # TensorRT-LLM's reservation to completion: runs must charge decodes no block and see a
+    # queue's head held by its whole request's blocks
+    (
+        "reserve-tight",
+        {"num_gpu_blocks": 120, "kv_reservation": "to_completion"},
+        ClosedLoop(6, 60, 60, num_prompts=24),
+    ),
+    (
+        "reserve-spec-async",
+        {
+            "kv_reservation": "to_completion",
+            "num_speculative_tokens": 2,
+            "acceptance_rate": 0.5,
+            "async_scheduling": True,
+        },
+        ClosedLoop(4, 40, 90, num_prompts=16),
+    ),
 ]
 
 

@@ -80,6 +80,21 @@ CASES = [
     ("dp-async", {"data_parallel_size": 2, "async_scheduling": True}, Poisson(8.0, 30, RandomRange(60, 0.9), 60), {}),
     ("dp-closed", {"data_parallel_size": 2}, ClosedLoop(6, RandomRange(30, 0.5), RandomRange(60, 0.9), 40), {}),
     ("dp-sparse", {"data_parallel_size": 4}, Poisson(1.0, 20, 30, num_prompts=30), {}),
+    # TensorRT-LLM's reservation to completion: admission takes the whole request's blocks,
+    # none fall due after; with a tight cache the queue's head waits for completions
+    ("reserve", {"kv_reservation": "to_completion"}, Poisson(6.0, RandomRange(30, 0.5), RandomRange(60, 0.9), 60), {}),
+    (
+        "reserve-tight-async",
+        {"kv_reservation": "to_completion", "num_gpu_blocks": 100, "async_scheduling": True},
+        Poisson(30.0, 40, 60, num_prompts=40),
+        {},
+    ),
+    (
+        "reserve-closed-tight",
+        {"kv_reservation": "to_completion", "num_gpu_blocks": 100},
+        ClosedLoop(6, RandomRange(30, 0.5), RandomRange(60, 0.9), 40),
+        {},
+    ),
     # without chunked prefill a prompt the budget cannot take waits whole
     (
         "no-chunking",
@@ -107,19 +122,21 @@ def test_stream_equals_step_by_step(name: str, engine: dict[str, Any], wl: Any, 
     blocks=st.sampled_from([1000, 90, 45]),
     seqs=st.sampled_from([8, 3]),
     dp=st.sampled_from([1, 1, 2, 3]),
+    resv=st.sampled_from(["on_demand", "on_demand", "to_completion"]),
 )
 def test_stream_equals_step_by_step_on_random_traces(
-    rows: list[tuple[float, int, int]], asy: bool, blocks: int, seqs: int, dp: int
+    rows: list[tuple[float, int, int]], asy: bool, blocks: int, seqs: int, dp: int, resv: str
 ) -> None:
     """Guards the same over random traces: arrivals at any times (ties included), prompts up
     to past the 64-token budget, answers of one token up, a KV cache from ample to tight,
-    two seat limits, both scheduling modes, one to three data-parallel replicas."""
+    two seat limits, both scheduling modes, one to three data-parallel replicas, KV
+    allocated on demand or reserved to completion."""
     rows = sorted(rows)
     m = Summed(max_num_seqs=seqs)
     m.adm, m.otpt, m.comp = 0.004, 0.0002, 0.003
-    if max(p for _, p, _ in rows) > blocks * 4:
-        return  # a prompt no cache holds is refused (tested elsewhere)
-    engine = {"async_scheduling": asy, "num_gpu_blocks": blocks, "data_parallel_size": dp}
+    if max(p + (o if resv == "to_completion" else 0) for _, p, o in rows) > (blocks - 1) * 4:
+        return  # a request no cache holds is refused (tested elsewhere)
+    engine = {"async_scheduling": asy, "num_gpu_blocks": blocks, "data_parallel_size": dp, "kv_reservation": resv}
     a = simulate(m, Trace(rows), **engine)
     ref = Summed(max_num_seqs=seqs)
     ref.adm, ref.otpt, ref.comp = m.adm, m.otpt, m.comp

@@ -61,7 +61,9 @@ def waiting_blocked(sim: Simulation, rk: Rank, scheduled: int) -> bool:
     if new > budget:
         new = budget
     hb = hit // bs
-    need = -(-min(c + new, sim.mml[rk.engine]) // bs) - hb
+    # blocks for the chunk, or under a reservation for the whole request (schedule's rule)
+    tokens = sim.prompt[r] + sim.target[r] + cfg.lookahead if cfg.reserve_to_completion else c + new
+    need = -(-min(tokens, sim.mml[rk.engine]) // bs) - hb
     extra_shared = hb - rk.shared if hb > rk.shared else 0
     return need + extra_shared > rk.free
 

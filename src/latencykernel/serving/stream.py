@@ -25,7 +25,9 @@ no batch waiting, skip-ahead on, and a step model with ``aggregate_step_time``. 
 their steps in one loop, the earliest launch first (the lowest index on a tie, as the main
 loop), and an arrival goes to the least loaded as the router sends it. It is entered at a
 launch when every busy engine's running requests are plain decodes that emitted at the
-previous step, with KV blocks exactly what their tokens fill (the allocator leaves them so).
+previous step, with KV blocks exactly what their tokens fill (the allocator leaves them so),
+or under a reservation to completion exactly their whole request's (admissions then take the
+whole request's blocks, and no decode's block falls due).
 It stops, writing the request columns back, before the first decision it cannot take as a
 sum, or when an arrival wakes an idle replica (that replica launches at once, the ordinary
 way):
@@ -75,7 +77,6 @@ def applies(sim: Simulation, eng: Engine) -> bool:
         and cfg.lookahead == 0
         and not sim.disagg
         and not cfg.batch_wait_iters  # TensorRT-LLM's batch waiting holds prompts: the ordinary path
-        and not cfg.reserve_to_completion  # admission by reserved blocks: the ordinary path
     )
 
 
@@ -177,7 +178,7 @@ def stream(sim: Simulation) -> bool:
     nxt = _next_event(sim)
     cur = states[0]
     eng, rk, lz, t, d_last, step_n, step_s, step_rows, step_done = _state(cur)
-    asy, bs, price, th, overlap, mnbt, mns, mml, thr, chunked, pc, waiting, running, usable = _settings(sim, cur)
+    asy, bs, price, th, overlap, mnbt, mns, mml, thr, chunked, pc, waiting, running, usable, resv = _settings(sim, cur)
     while True:
         if sim.completed >= total:
             break  # the main loop stops here: nothing more is routed
@@ -191,8 +192,8 @@ def stream(sim: Simulation) -> bool:
                 cur.step, cur.d_last = (step_n, step_s, step_rows, step_done), d_last
                 cur = st
                 eng, rk, lz, t, d_last, step_n, step_s, step_rows, step_done = _state(cur)
-                asy, bs, price, th, overlap, mnbt, mns, mml, thr, chunked, pc, waiting, running, usable = _settings(
-                    sim, cur
+                asy, bs, price, th, overlap, mnbt, mns, mml, thr, chunked, pc, waiting, running, usable, resv = (
+                    _settings(sim, cur)
                 )
         if nxt <= t:
             woke = _route(sim, t)
@@ -204,7 +205,7 @@ def stream(sim: Simulation) -> bool:
         n = lz.n
         if n > mnbt:
             break
-        newb = lz.due[D % bs]
+        newb = 0 if resv else lz.due[D % bs]  # reserved to completion: no block ever falls due
         free = rk.free - newb
         if free < 0:
             break
@@ -227,7 +228,8 @@ def stream(sim: Simulation) -> bool:
                 if new > budget:
                     stop = chunked  # a chunk; without chunking the head waits
                     break
-                need = -(-(new if new < mml else mml) // bs)
+                need = new + target[r] if resv else new  # the whole request reserved at admission
+                need = -(-(need if need < mml else mml) // bs)
                 if need > free:
                     break  # allocate_slots refuses: the head waits
                 if target[r] > 1 and new + target[r] > mml:
@@ -381,6 +383,7 @@ def _settings(sim: Simulation, st: _Eng) -> tuple[Any, ...]:
         st.rk.waiting,
         st.rk.running,
         eng.usable,
+        cfg.reserve_to_completion,
     )
 
 
@@ -420,6 +423,7 @@ def _finish_members(sim: Simulation, rk: Any, lz: _Lazy, fin: list[int], L: int,
     """Members whose last token (decision ``L``) a step emitted at ``t``: their columns
     written as the scheduler left them, then each request ends (its blocks return)."""
     a_of, first, end = lz.a, lz.first, lz.end
+    resv = sim.cfg[rk.engine].reserve_to_completion
     for r in fin:
         c = a_of.pop(r) + L + 1
         del first[r], end[r]
@@ -427,7 +431,8 @@ def _finish_members(sim: Simulation, rk: Any, lz: _Lazy, fin: list[int], L: int,
         sim.comp[r] = c
         sim.outs[r] = tg
         sim.oute[r] = tg
-        sim.blk[r] = -(-c // bs) - sim.hitb[r]
+        if not resv:  # reserved to completion, it holds what it was admitted with
+            sim.blk[r] = -(-c // bs) - sim.hitb[r]
         sim.last_emit[r] = t
         sim._finish(rk, r, t)
 
@@ -435,20 +440,26 @@ def _finish_members(sim: Simulation, rk: Any, lz: _Lazy, fin: list[int], L: int,
 def _enter_sync(sim: Simulation, lz: _Lazy, rk: Any, t: float, bs: int) -> bool:
     """The lazy state of ``rk``'s running requests before decision 0 (synchronous
     scheduling), or False where one is not a plain decode that emitted at ``t`` with its
-    blocks exactly filled, or would reach max_model_len."""
+    blocks exactly filled (under a reservation: exactly its whole request's), or would reach
+    max_model_len."""
     if not rk.running:
         return False
     run = np.array(rk.running, dtype=np.int64)
     c = sim.comp_a[run]
     o = sim.outs_a[run]
     tg = sim.target_a[run]
+    mml = sim.mml[rk.engine]
+    # blocks held: what the tokens fill, or under a reservation the whole request's
+    filled = (
+        -(-np.minimum(sim.prompt_a[run] + tg, mml) // bs) if sim.cfg[rk.engine].reserve_to_completion else -(-c // bs)
+    )
     ok = (
         (o < tg)
         & (c == sim.prompt_a[run] + o - 1)
         & (sim.oute_a[run] == o)
         & (sim.last_emit_a[run] == t)
-        & (sim.blk_a[run] + sim.hitb_a[run] == -(-c // bs))
-        & (c + (tg - o) + 1 <= sim.mml[rk.engine])
+        & (sim.blk_a[run] + sim.hitb_a[run] == filled)
+        & (c + (tg - o) + 1 <= mml)
     )
     if not ok.all():
         return False
@@ -471,6 +482,7 @@ def _enter_async(sim: Simulation, eng: Engine, lz: _Lazy, t: float) -> tuple[int
     if not plan or len(plan) != len(rk.running):
         return None
     mml = sim.mml[eng.index]
+    resv = eng.cfg.reserve_to_completion
     prompt, target, comp, outs, oute = sim.prompt, sim.target, sim.comp, sim.outs, sim.oute
     last = plan[-1]
     if not last[4] and (last[2] != 0 or last[1] != prompt[last[0]]):
@@ -494,7 +506,12 @@ def _enter_async(sim: Simulation, eng: Engine, lz: _Lazy, t: float) -> tuple[int
             rows.append((r, new))
         held = sim.blk[r] + sim.hitb[r]
         cc = comp[r]
-        if held != -(-cc // bs) or cc + (tg - o) + 1 > mml:
+        if resv:
+            whole = prompt[r] + tg
+            filled = -(-(whole if whole < mml else mml) // bs)
+        else:
+            filled = -(-cc // bs)
+        if held != filled or cc + (tg - o) + 1 > mml:
             return None
     # after decision 0: a member computes comp + (D - 1) before decision D; its last token is
     # decision tg - o (o counts step 0's placeholder)
@@ -519,6 +536,7 @@ def _leave(sim: Simulation, eng: Engine, lz: _Lazy, t: float, bs: int, step: tup
         sim.comp, sim.outs, sim.oute, sim.blk, sim.hitb, sim.last_emit, sim.target,
     )  # fmt: skip
     first, end = lz.first, lz.end
+    resv = eng.cfg.reserve_to_completion
     for r, a in lz.a.items():
         f = first[r]
         if X < f:
@@ -528,7 +546,8 @@ def _leave(sim: Simulation, eng: Engine, lz: _Lazy, t: float, bs: int, step: tup
         c = a + x + 1
         comp[r] = c
         outs[r] = target[r] - (L - x)
-        blk[r] = -(-c // bs) - hitb[r]
+        if not resv:  # reserved to completion, it holds what it was admitted with
+            blk[r] = -(-c // bs) - hitb[r]
         if P >= f - 1:
             p = P if P < L else L
             oute[r] = target[r] - (L - p)
