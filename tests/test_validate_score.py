@@ -438,9 +438,8 @@ def test_closed_form_schedules_prompts_under_the_runs_token_budget() -> None:
         closed_form_prediction(k, Point("x", dep, 1000, 1000, concurrency=4, max_num_batched_tokens=100))
 
 
-def test_serving_prediction_passes_the_runs_token_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Guards the serving predictor handing a point's max_num_batched_tokens (and nothing
-    when the point states none) to the simulation as the engine setting of that name."""
+def _record_estimate(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """Replace ``serving.estimate`` by a stand-in recording each call's engine settings."""
     import latencykernel.serving as serving
 
     seen: list[dict[str, Any]] = []
@@ -451,6 +450,13 @@ def test_serving_prediction_passes_the_runs_token_budget(monkeypatch: pytest.Mon
         return type("R", (), {"ttft": d, "tpot": d, "itl": d})()
 
     monkeypatch.setattr(serving, "estimate", fake)
+    return seen
+
+
+def test_serving_prediction_passes_the_runs_token_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Guards the serving predictor handing a point's max_num_batched_tokens (and nothing
+    when the point states none) to the simulation as the engine setting of that name."""
+    seen = _record_estimate(monkeypatch)
     dep = Deployment(scenario="aisimulate/llama-3.1-70b-instruct-h200-fp8-trt-tp8.yaml")
     serving_prediction(None, Point("x", dep, 1000, 1000, concurrency=4, max_num_batched_tokens=16384))
     serving_prediction(None, Point("x", dep, 1000, 1000, concurrency=4))
@@ -464,8 +470,6 @@ def test_a_runs_kv_reservation_replaces_the_deployments(monkeypatch: pytest.Monk
     closed form's resident cap moves from isl + osl to isl + osl/2 blocks a request (a
     1k8k closed loop past the cap waits for whole requests: TTFT falls), the serving
     predictor passes the setting by name, and a bad value is refused naming it."""
-    import latencykernel.serving as serving
-
     sc = "aisimulate/llama-3.1-70b-instruct-h200-fp8-trt-tp1.yaml"
     k = lk.open(sc)
     dep = Deployment(scenario=sc)
@@ -477,14 +481,7 @@ def test_a_runs_kv_reservation_replaces_the_deployments(monkeypatch: pytest.Monk
         return got.ttft.mean
 
     assert ttft("") == ttft("to_completion") > 10 * ttft("on_demand")
-    seen: list[dict[str, Any]] = []
-
-    def fake(model: Any, **kw: Any) -> Any:
-        seen.append(kw)
-        d = type("D", (), {"mean": 1.0, "median": 1.0, "p99": 1.0})()
-        return type("R", (), {"ttft": d, "tpot": d, "itl": d})()
-
-    monkeypatch.setattr(serving, "estimate", fake)
+    seen = _record_estimate(monkeypatch)
     serving_prediction(None, Point("x", dep, 1000, 1000, concurrency=4, kv_reservation="on_demand"))
     serving_prediction(None, Point("x", dep, 1000, 1000, concurrency=4))
     assert seen[0]["kv_reservation"] == "on_demand" and "kv_reservation" not in seen[1]
