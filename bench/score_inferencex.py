@@ -83,6 +83,36 @@ RANGE_LOW = 0.8
 # on_demand); every other TRT script leaves TensorRT-LLM's default GUARANTEED_NO_EVICT
 # (the twins' engine: trt reserves to completion, docs/serving.md).
 DSR1_TRT_BUDGET_FLOOR_SINCE = "2026-01-21"
+# SGLang's --chunked-prefill-size (the prompt tokens one step takes: our
+# max_num_batched_tokens) in each sweep's launch script at its run's date (InferenceX
+# benchmarks/[single_node/[fixed_seq_len/]]{dsr1,glm5,qwen3.5}_<precision>_<gpu>.sh, e.g.
+# dsr1_fp4_b200_docker.sh at 7daaa8bb3, 2025-11-10; dsr1_fp8_b300.sh at f21079620,
+# 2026-05-20, whose TP4 branch sets 8192; qwen3.5_fp8_h100.sh at b7ffc2879, 2026-07-05).
+# Each scenario's sweeps share one value. GLM-5 H200 sets none: SGLang's default for the
+# part is not pinned here, so the twin's stays. --max-running-requests never binds below
+# a sweep's concurrency; --cuda-graph-max-bs is not priced. No SGLang sweep of the dump runs
+# speculative decoding or data-parallel attention (the scripts' non-MTP variants).
+SGLANG_CHUNKED_PREFILL = {
+    "deepseek-v3-b200-fp4-sglang-tp4": 16384,
+    "deepseek-v3-b200-fp4-sglang-tp8": 16384,
+    "deepseek-v3-b200-fp8-sglang-tp8": 32768,
+    "deepseek-v3-b300-fp8-sglang-tp4": 8192,
+    "deepseek-v3-b300-fp8-sglang-tp8": 32768,
+    "deepseek-v3-h200-fp8-sglang-tp8": 32768,
+    "glm-5-b200-fp4-sglang-tp4": 32768,
+    "glm-5-b200-fp8-sglang-tp8": 32768,
+    "glm-5-b300-fp4-sglang-tp4": 32768,
+    "glm-5-b300-fp8-sglang-tp8": 32768,
+    "qwen3.5-397b-a17b-b200-bf16-sglang-tp8": 32768,
+    "qwen3.5-397b-a17b-b200-fp4-sglang-tp2": 16384,
+    "qwen3.5-397b-a17b-b200-fp8-sglang-tp4": 16384,
+    "qwen3.5-397b-a17b-b200-fp8-sglang-tp8": 32768,
+    "qwen3.5-397b-a17b-b300-bf16-sglang-tp4": 32768,
+    "qwen3.5-397b-a17b-b300-bf16-sglang-tp8": 32768,
+    "qwen3.5-397b-a17b-b300-fp4-sglang-tp4": 32768,
+    "qwen3.5-397b-a17b-b300-fp8-sglang-tp4": 16384,
+    "qwen3.5-397b-a17b-h100-fp8-sglang-tp8": 16384,
+}
 # --max-num-seqs in InferenceX's vLLM launch scripts (SemiAnalysisAI/InferenceX at 843c625:
 # benchmarks/70b_*_slurm.sh, benchmarks/single_node/fixed_seq_len/deprecated/*.sh): a number,
 # CONC where the script passes the point's own concurrency ($CONC); a vLLM sweep whose script
@@ -137,6 +167,8 @@ def engine_settings(
         return {"max_num_batched_tokens": 20000, "max_num_seqs": 512 if chip == "b200" else concurrency}
     if framework == "trt" and stem.startswith("minimax-m2.5-"):
         return {"max_num_batched_tokens": 16384, "max_num_seqs": concurrency, "kv_reservation": "on_demand"}
+    if framework == "sglang" and stem in SGLANG_CHUNKED_PREFILL:
+        return {"max_num_batched_tokens": SGLANG_CHUNKED_PREFILL[stem]}
     if framework == "vllm":
         key = re.sub(r"-(fp8|fp4|bf16)-vllm-.*$", "", stem)
         seqs = VLLM_MAX_NUM_SEQS.get(key) or vllm_default_max_num_seqs(chip)
