@@ -37,7 +37,10 @@ from typing import Any, Protocol, runtime_checkable
 
 from latencykernel.batch import Batch, StepEstimate
 
-__all__ = ["EngineLimits", "StepModel"]
+__all__ = ["EngineLimits", "KV_RESERVATIONS", "StepModel"]
+
+# How a scheduler holds a request's KV (``EngineLimits.kv_reservation``)
+KV_RESERVATIONS = ("on_demand", "to_completion")
 
 
 @dataclass(frozen=True, slots=True)

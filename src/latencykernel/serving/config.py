@@ -11,7 +11,7 @@ from typing import Any
 from latencykernel.errors import LatencyKernelError, RefusedError
 from latencykernel.resolve.startup import check_block_size, check_max_model_len, check_scheduler_limits
 from latencykernel.serving.workload import real
-from latencykernel.step_model import EngineLimits, StepModel
+from latencykernel.step_model import KV_RESERVATIONS, EngineLimits, StepModel
 
 __all__ = ["EngineConfig", "resolve_engine", "ENGINE_KEYS"]
 
@@ -240,7 +240,7 @@ def resolve_engine(model: StepModel, engine: dict[str, Any]) -> tuple[EngineConf
             )
         )
     resv = str(pick("kv_reservation", lim.kv_reservation, src))
-    if resv not in ("on_demand", "to_completion"):
+    if resv not in KV_RESERVATIONS:
         raise LatencyKernelError(f"kv_reservation must be on_demand or to_completion, got {resv!r}")
     if "tokeniser_queue" not in engine:
         notes.append(

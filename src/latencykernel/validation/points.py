@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from latencykernel.errors import LatencyKernelError
+from latencykernel.step_model import KV_RESERVATIONS
 
 __all__ = ["Stat", "Deployment", "Point", "METRICS", "STATS"]
 
@@ -138,7 +139,7 @@ class Point:
             raise LatencyKernelError(
                 f"max_num_batched_tokens must be a whole number >= 0, got {self.max_num_batched_tokens!r}"
             )
-        if self.kv_reservation not in ("", "on_demand", "to_completion"):
+        if self.kv_reservation != "" and self.kv_reservation not in KV_RESERVATIONS:
             raise LatencyKernelError(
                 f"kv_reservation must be on_demand or to_completion (or empty: the deployment's), "
                 f"got {self.kv_reservation!r}"

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from latencykernel.errors import LatencyKernelError
+from latencykernel.step_model import KV_RESERVATIONS
 from latencykernel.validation.points import METRICS, STATS, Deployment, Point, Stat
 
 __all__ = ["detect", "read_measurements", "read_text", "NATIVE_FORMAT"]
@@ -131,7 +132,7 @@ def _native_point(row: Mapping[str, Any], default: Deployment | None, where: str
     seqs = _whole(row.get("max_num_seqs"), f"{where}: max_num_seqs")
     budget = _whole(row.get("max_num_batched_tokens"), f"{where}: max_num_batched_tokens")
     resv = row.get("kv_reservation")
-    if resv is not None and resv != "" and resv not in ("on_demand", "to_completion"):
+    if resv is not None and resv != "" and resv not in KV_RESERVATIONS:
         raise LatencyKernelError(f"{where}: kv_reservation must be on_demand or to_completion, got {resv!r}")
     return Point(
         sweep=sweep,
