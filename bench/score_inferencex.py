@@ -113,6 +113,32 @@ SGLANG_CHUNKED_PREFILL = {
     "qwen3.5-397b-a17b-b300-fp8-sglang-tp4": 16384,
     "qwen3.5-397b-a17b-h100-fp8-sglang-tp8": 16384,
 }
+# SGLang's --scheduler-recv-interval in the same scripts at each run's date: (low, high,
+# from) is `low` below `from` clients and `high` from there on (dsr1_fp4_b200_docker.sh at
+# 7daaa8bb3 and dsr1_fp4_b200.sh at 1e53c97e0, dsr1_fp8_{b200,b300}.sh TP8 branch,
+# qwen3.5_{bf16,fp8}_b200.sh, qwen3.5_bf16_b300.sh, qwen3.5_fp4_b300.sh: 10 / 30 from 16;
+# qwen3.5_{fp4,fp8}_b200.sh at b7ffc2879: 30 above 4); a number is fixed (glm5_fp4_b200.sh,
+# glm5_fp4_b300.sh, dsr1_fp8_b300.sh TP4 branch, qwen3.5_fp8_b300.sh at cf0aa5ba6: 10);
+# qwen3.5_fp8_h100.sh at b7ffc2879 has a per-CONC table (2 at 1, 2, 4; 60 at 8, the
+# sweep's points). The DeepSeek-R1 H200 and GLM-5 fp8 scripts set none (SGLang's 1).
+SGLANG_RECV_INTERVAL: dict[str, int | tuple[int, int, int]] = {
+    "deepseek-v3-b200-fp4-sglang-tp4": (10, 30, 16),
+    "deepseek-v3-b200-fp4-sglang-tp8": (10, 30, 16),
+    "deepseek-v3-b200-fp8-sglang-tp8": (10, 30, 16),
+    "deepseek-v3-b300-fp8-sglang-tp4": 10,
+    "deepseek-v3-b300-fp8-sglang-tp8": (10, 30, 16),
+    "glm-5-b200-fp4-sglang-tp4": 10,
+    "glm-5-b300-fp4-sglang-tp4": 10,
+    "qwen3.5-397b-a17b-b200-bf16-sglang-tp8": (10, 30, 16),
+    "qwen3.5-397b-a17b-b200-fp4-sglang-tp2": (10, 30, 5),
+    "qwen3.5-397b-a17b-b200-fp8-sglang-tp4": (10, 30, 5),
+    "qwen3.5-397b-a17b-b200-fp8-sglang-tp8": (10, 30, 16),
+    "qwen3.5-397b-a17b-b300-bf16-sglang-tp4": (10, 30, 16),
+    "qwen3.5-397b-a17b-b300-bf16-sglang-tp8": (10, 30, 16),
+    "qwen3.5-397b-a17b-b300-fp4-sglang-tp4": (10, 30, 16),
+    "qwen3.5-397b-a17b-b300-fp8-sglang-tp4": 10,
+    "qwen3.5-397b-a17b-h100-fp8-sglang-tp8": (2, 60, 8),
+}
 # --max-num-seqs in InferenceX's vLLM launch scripts (SemiAnalysisAI/InferenceX at 843c625:
 # benchmarks/70b_*_slurm.sh, benchmarks/single_node/fixed_seq_len/deprecated/*.sh): a number,
 # CONC where the script passes the point's own concurrency ($CONC); a vLLM sweep whose script
@@ -132,6 +158,17 @@ VLLM_MAX_NUM_SEQS = {
     "kimi-k2.5-b300": CONC,  # kimik2.5_fp4_b300.sh
     "minimax-m2.5-h200": 512,  # minimaxm2.5_fp8_h200.sh (MAX_NUM_SEQS default 512)
 }
+
+
+def sglang_recv_interval(stem: str, concurrency: int) -> int:
+    """SGLang's --scheduler-recv-interval in the sweep's launch script (1: not set)."""
+    rule = SGLANG_RECV_INTERVAL.get(stem)
+    if rule is None:
+        return 1
+    if isinstance(rule, int):
+        return rule
+    low, high, from_conc = rule
+    return high if concurrency >= from_conc else low
 
 
 @functools.cache
@@ -167,8 +204,13 @@ def engine_settings(
         return {"max_num_batched_tokens": 20000, "max_num_seqs": 512 if chip == "b200" else concurrency}
     if framework == "trt" and stem.startswith("minimax-m2.5-"):
         return {"max_num_batched_tokens": 16384, "max_num_seqs": concurrency, "kv_reservation": "on_demand"}
-    if framework == "sglang" and stem in SGLANG_CHUNKED_PREFILL:
-        return {"max_num_batched_tokens": SGLANG_CHUNKED_PREFILL[stem]}
+    if framework == "sglang":
+        if stem in SGLANG_CHUNKED_PREFILL:
+            out["max_num_batched_tokens"] = SGLANG_CHUNKED_PREFILL[stem]
+        recv = sglang_recv_interval(stem, concurrency)
+        if recv > 1:
+            out["scheduler_recv_interval"] = recv
+        return out
     if framework == "vllm":
         key = re.sub(r"-(fp8|fp4|bf16)-vllm-.*$", "", stem)
         seqs = VLLM_MAX_NUM_SEQS.get(key) or vllm_default_max_num_seqs(chip)
@@ -260,6 +302,8 @@ def native(points: list[Point]) -> dict[str, Any]:
             row["max_num_batched_tokens"] = p.max_num_batched_tokens
         if p.kv_reservation:
             row["kv_reservation"] = p.kv_reservation
+        if p.scheduler_recv_interval:
+            row["scheduler_recv_interval"] = p.scheduler_recv_interval
         for m in METRICS:
             for st in STATS:
                 v = getattr(p, m).get(st)

@@ -308,6 +308,20 @@ CASES = [
         },
         ClosedLoop(4, 40, 90, num_prompts=16),
     ),
+    # SGLang's receive interval: runs must stop before the decision that takes routed
+    # requests in, and count their decisions on every rank's counter
+    ("recv", {"scheduler_recv_interval": 7}, ClosedLoop(5, RandomRange(60, 0.5), RandomRange(80, 0.5), num_prompts=30)),
+    (
+        "recv-async",
+        {"scheduler_recv_interval": 10, "async_scheduling": True},
+        Poisson(3.0, RandomRange(60, 0.5), RandomRange(80, 0.5), num_prompts=40),
+    ),
+    (
+        "recv-attention-dp",
+        {"scheduler_recv_interval": 5, "data_parallel_size": 2, "lockstep_data_parallel": True},
+        Poisson(2.0, 40, RandomRange(100, 0.9), num_prompts=30),
+    ),
+    ("recv-tight-kv", {"scheduler_recv_interval": 30, "num_gpu_blocks": 80}, ClosedLoop(6, 60, 60, num_prompts=24)),
 ]
 
 

@@ -157,3 +157,14 @@ def test_native_rows_carry_the_runs_kv_reservation() -> None:
     assert (a.kv_reservation, b.kv_reservation) == ("on_demand", "")
     with pytest.raises(LatencyKernelError, match="kv_reservation"):
         read_text(head + "x,1000,1000,4,a.yaml,MAX_UTILIZATION\n", "bad.csv")
+
+
+def test_native_rows_carry_the_runs_recv_interval() -> None:
+    """Guards SGLang's --scheduler-recv-interval beside the measurements: read into the
+    point, a row without it takes the engine's default (0), and a bad value is refused
+    naming the column."""
+    head = "sweep,isl,osl,concurrency,scenario,scheduler_recv_interval\n"
+    a, b = read_text(head + "x,1000,1000,4,a.yaml,30\ny,1000,1000,4,a.yaml,\n", "recv.csv")
+    assert (a.scheduler_recv_interval, b.scheduler_recv_interval) == (30, 0)
+    with pytest.raises(LatencyKernelError, match="scheduler_recv_interval"):
+        read_text(head + "x,1000,1000,4,a.yaml,2.5\n", "bad.csv")

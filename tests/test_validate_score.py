@@ -160,7 +160,7 @@ def test_an_sglang_scenario_takes_the_sglang_admission_and_nothing_else() -> Non
     sg = lk.new(inputs)
     inputs.scenario.engine = None
     vl = lk.new(inputs)
-    assert sg.admission_overhead(1000) == pytest.approx(0.16 + 8.5e-6 * 1000, abs=2e-9)  # whole nanoseconds
+    assert sg.admission_overhead(1000) == pytest.approx(0.15 + 0.35e-6 * 1000, abs=2e-9)  # whole nanoseconds
     assert vl.admission_overhead(1000) == pytest.approx(0.04 + 0.35e-6 * 1000, rel=1e-9)
     b = Batch.decode(8, 2048)
     assert sg.step_time(b) == vl.step_time(b) and sg.limits() == vl.limits()
@@ -487,3 +487,26 @@ def test_a_runs_kv_reservation_replaces_the_deployments(monkeypatch: pytest.Monk
     assert seen[0]["kv_reservation"] == "on_demand" and "kv_reservation" not in seen[1]
     with pytest.raises(LatencyKernelError, match="kv_reservation"):
         Point("x", dep, 1000, 1000, concurrency=4, kv_reservation="guaranteed_no_evict")
+
+
+def test_a_runs_recv_interval_reaches_both_predictors(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Guards a point's scheduler_recv_interval (InferenceX's SGLang recipes set 10 or 30):
+    the closed form adds (N - 1) / 2 decode steps to TTFT with others decoding and nothing
+    for a lone request, TPOT unmoved; the serving predictor passes it by name, and not at
+    all when unset."""
+    sc = "aisimulate/glm-5-b200-fp4-sglang-tp4.yaml"
+    k = lk.open(sc)
+    dep = Deployment(scenario=sc)
+
+    def pred(c: int, n: int) -> tuple[float, float]:
+        got = closed_form_prediction(k, Point("x", dep, 922, 922, concurrency=c, scheduler_recv_interval=n))
+        assert got.ttft.mean is not None and got.tpot.mean is not None
+        return got.ttft.mean, got.tpot.mean
+
+    (t1, p1), (t30, p30) = pred(16, 0), pred(16, 30)
+    assert p30 == p1 and t30 > t1 + 0.1  # 14.5 decode steps of about 14 ms
+    assert pred(1, 30) == pred(1, 0)
+    seen = _record_estimate(monkeypatch)
+    serving_prediction(None, Point("x", dep, 1000, 1000, concurrency=4, scheduler_recv_interval=10))
+    serving_prediction(None, Point("x", dep, 1000, 1000, concurrency=4))
+    assert seen[0]["scheduler_recv_interval"] == 10 and "scheduler_recv_interval" not in seen[1]

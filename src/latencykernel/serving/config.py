@@ -39,6 +39,8 @@ ENGINE_KEYS: dict[str, str] = {
     "batch_wait_timeout_iters": "TensorRT-LLM's batch waiting: steps a prompt may be held while others decode (0: off)",
     "batch_wait_max_tokens_ratio": "TensorRT-LLM's batch waiting: release once held prompts + decodes reach this share of the budget",
     "tokeniser_queue": "the admission's per-prompt-token part queues at the API server's one tokeniser (default True)",
+    "scheduler_recv_interval": "SGLang's --scheduler-recv-interval N: while requests only decode, new ones are taken "
+    "in every N steps (default 1: every step, as vLLM's engine core and SGLang's default)",
     "kv_reservation": "on_demand (vLLM, SGLang: blocks as a request grows) or to_completion (TensorRT-LLM's "
     "GUARANTEED_NO_EVICT: prompt + max_tokens reserved at admission)",
 }
@@ -74,6 +76,7 @@ class EngineConfig:
     batch_wait_iters: int = 0
     batch_wait_ratio: float = 0.0
     reserve_to_completion: bool = False
+    recv_interval: int = 1
 
 
 def _int(name: str, v: Any, low: int) -> int:
@@ -242,6 +245,16 @@ def resolve_engine(model: StepModel, engine: dict[str, Any]) -> tuple[EngineConf
     resv = str(pick("kv_reservation", lim.kv_reservation, src))
     if resv not in KV_RESERVATIONS:
         raise LatencyKernelError(f"kv_reservation must be on_demand or to_completion, got {resv!r}")
+    recv = _int("scheduler_recv_interval", engine.get("scheduler_recv_interval", 1), 1)
+    if "scheduler_recv_interval" not in engine:
+        notes.append(
+            (
+                "scheduler_recv_interval",
+                "1",
+                "new requests are taken in at every step (vLLM's engine core; SGLang's default; SGLang launched "
+                "with --scheduler-recv-interval N takes them in every N decode steps)",
+            )
+        )
     if "tokeniser_queue" not in engine:
         notes.append(
             (
@@ -279,5 +292,6 @@ def resolve_engine(model: StepModel, engine: dict[str, Any]) -> tuple[EngineConf
         batch_wait_iters=bw,
         batch_wait_ratio=bwr,
         reserve_to_completion=resv == "to_completion",
+        recv_interval=recv,
     )
     return cfg, notes

@@ -115,7 +115,8 @@ def run(
     for rk, plan in zip(ranks, plans):
         if not waiting_blocked(sim, rk, len(plan) * (1 + k)):
             return False
-    if len(sim.engines) == 1 and len(ranks) == 1 and ranks[0].waiting:
+    recv_n = cfg.recv_interval
+    if len(sim.engines) == 1 and len(ranks) == 1 and ranks[0].waiting and recv_n <= 1:
         bound = others  # blocked (checked above), so arrivals cannot change a decision
     # step 1 is decided at t0 + d0 (sync) or t0 (async): too close to the bound, no run
     room = (bound - t0) / d0 if d0 > 0 else INF
@@ -127,7 +128,7 @@ def run(
     # a closed-loop client still has requests to send: the seat a finish frees brings the
     # next request a step or two later, so such a run would price more steps than it keeps.
     closed = bool(sim.max_in_flight) and sim.next_to_send < sim.n
-    shrink = k == 0 and not closed and not any(rk.waiting for rk in ranks)
+    shrink = k == 0 and not closed and not any(rk.waiting or rk.inbox for rk in ranks)
     if k == 0:
         # the cheap refusals first, in C over the plan's request ids: a first token still in
         # flight (the ordinary path stamps it), and a last token in step 0 when the run
@@ -161,6 +162,15 @@ def run(
     # only lengthen as contexts grow, so about (bound - t0) / step-0 steps fit before it
     # (a wrong guess only shortens the run; the commit below cuts at the bound exactly)
     m = min(m, 4096)
+    if recv_n > 1:
+        # SGLang's receive interval (scheduler.receive): the decision of step j >= 1 adds a
+        # decode step's weight, 1, to each rank's counter; the one reaching the interval
+        # takes routed requests in, which the ordinary path does
+        for rk in ranks:
+            if rk.inbox:
+                m = min(m, recv_n - rk.recv)
+        if m <= 1:
+            return False
     if room + 2 < m:
         m = int(room) + 2
     q = len(busy)
@@ -339,6 +349,12 @@ def _commit(
         e0 = emit[:, 0]
     for i, ri in enumerate(r.busy):
         ranks[ri].free -= int(r.extra[i, last])
+    recv_n = eng.cfg.recv_interval
+    if recv_n > 1:
+        # the run's decisions of steps 1..m-1, a decode step's weight each (scheduler.receive:
+        # the counter returns to 0 on reaching the interval; an idle rank's stays at 0)
+        for rk in ranks:
+            rk.recv = (rk.recv + last) % recv_n if (rk.running or rk.waiting) else 0
     sim.comp_a[rid] = comp_new
     sim.outs_a[rid] = outs_new
     sim.blk_a[rid] = blk_new

@@ -41,7 +41,7 @@ _ALL, _SUM = np.logical_and.reduce, np.add.reduce  # bound once: cheaper to call
 class Rank:
     """One scheduler: an engine core of a replica, or one attention-DP rank."""
 
-    __slots__ = ("index", "running", "waiting", "free", "shared", "usable", "engine", "held")
+    __slots__ = ("index", "running", "waiting", "free", "shared", "usable", "engine", "held", "inbox", "recv", "last_w")
 
     def __init__(self, index: int, usable_blocks: int, engine: int) -> None:
         self.index = index
@@ -52,11 +52,16 @@ class Rank:
         self.usable = usable_blocks
         self.engine = engine
         self.held = 0  # steps its prompts have been held by batch waiting since the last release
+        # SGLang's --scheduler-recv-interval (receive): requests routed here but not yet
+        # taken in, the receive counter, and the weight of the last decided step
+        self.inbox: deque[int] = deque()
+        self.recv = 0
+        self.last_w = 1
 
     def load_score(self) -> int:
         """vLLM's DP load balancer score: waiting × 4 + running
         (vllm/v1/engine/core_client.py, ``DPLBAsyncMPClient.get_core_engine_for_request``)."""
-        return len(self.waiting) * 4 + len(self.running)
+        return (len(self.waiting) + len(self.inbox)) * 4 + len(self.running)
 
 
 def _decode_prefix(
@@ -109,6 +114,33 @@ def _decode_prefix(
     ones = [1] * len(ids)
     plan.extend(zip(ids, ones, cd.tolist(), ones, [True] * len(ids)))
     return end, budget - len(ids)
+
+
+PREFILL_RECV_WEIGHT = 1000  # SGLang's default weight of a step that is not a pure decode
+
+
+def receive(interval: int, rk: Rank, idle: bool = False) -> None:
+    """Take routed requests into ``rk``'s waiting queue as SGLang's scheduler does under
+    ``--scheduler-recv-interval`` N > 1, at the top of each scheduler iteration (before the
+    step is decided).
+
+    The rule (SGLang, python/sglang/srt/managers/scheduler_recv_skipper.py,
+    ``SchedulerRecvSkipper.handle``, called by ``Scheduler.recv_requests``; v0.5.5 to
+    v0.5.14): a counter grows by the weight of the last step run, 1 for a decode step or
+    an idle iteration (env SGLANG_SCHEDULER_RECV_SKIPPER_WEIGHT_DECODE / _NONE) and 1000
+    for any other (_DEFAULT: a prefill or mixed step); the scheduler polls its input socket
+    only once the counter reaches N, then sets it to 0. While requests only decode, new
+    ones are therefore taken in every N steps; after a prefill, at once. An idle scheduler
+    loops without a step, a weight of 1 per pass in no time, so a rank with nothing running
+    or waiting takes its requests at once. N <= 1 (SGLang's default, and vLLM's engine
+    core, which drains its input queue every step) takes every request at once. ``idle``:
+    the pass decided no step (the loop spins to the threshold at once)."""
+    rk.recv += rk.last_w
+    if idle or rk.recv >= interval or not (rk.running or rk.waiting):
+        rk.recv = 0
+        if rk.inbox:
+            rk.waiting.extend(rk.inbox)
+            rk.inbox.clear()
 
 
 def schedule(sim: Simulation, rk: Rank) -> tuple[list[tuple[int, int, int, int, bool]], bool]:

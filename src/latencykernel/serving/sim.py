@@ -48,7 +48,7 @@ from latencykernel.errors import LatencyKernelError
 from latencykernel.serving import runs, stream
 from latencykernel.serving.config import EngineConfig
 from latencykernel.serving.run_price import bad_time
-from latencykernel.serving.scheduler import Rank, schedule
+from latencykernel.serving.scheduler import PREFILL_RECV_WEIGHT, Rank, receive, schedule
 from latencykernel.serving.state import Engine, Plan, Pool, floats_column, ints_column, view
 from latencykernel.serving.workload import Requests
 
@@ -234,7 +234,10 @@ class Simulation:
                 if s < best_score:  # strict: the lowest index wins a tie
                     best, best_score = rk, s
         assert best is not None
-        best.waiting.append(r)
+        if self.engines[best.engine].cfg.recv_interval > 1:
+            best.inbox.append(r)  # taken in at the rank's next receive (scheduler.receive)
+        else:
+            best.waiting.append(r)
         self.rank_of[r] = best.index
         eng = self.engines[best.engine]
         if eng.t == INF:
@@ -365,8 +368,17 @@ class Simulation:
     def _decide(self, eng: Engine) -> tuple[list[Plan], bool]:
         plans: list[Plan] = []
         pre = False
+        n = eng.cfg.recv_interval
         for rk in eng.ranks:
-            p, q = schedule(self, rk)
+            if n > 1:
+                receive(n, rk)
+                p, q = schedule(self, rk)
+                if not p and rk.inbox:  # an idle pass: the loop spins to its receive at once
+                    receive(n, rk, idle=True)
+                    p, q = schedule(self, rk)
+                rk.last_w = 1 if all(e[4] for e in p) else PREFILL_RECV_WEIGHT
+            else:
+                p, q = schedule(self, rk)
             plans.append(p)
             pre = pre or q
         return plans, pre

@@ -77,6 +77,7 @@ def applies(sim: Simulation, eng: Engine) -> bool:
         and cfg.lookahead == 0
         and not sim.disagg
         and not cfg.batch_wait_iters  # TensorRT-LLM's batch waiting holds prompts: the ordinary path
+        and cfg.recv_interval <= 1  # SGLang's receive interval (scheduler.receive): the ordinary path
     )
 
 

@@ -100,6 +100,9 @@ class Point:
                   deployment's (``EngineLimits.kv_reservation``): ``on_demand`` (vLLM's;
                   TensorRT-LLM's MAX_UTILIZATION capacity policy) or ``to_completion``
                   (TensorRT-LLM's default GUARANTEED_NO_EVICT); "" = the deployment's own
+    scheduler_recv_interval: SGLang's ``--scheduler-recv-interval`` as the run set it: the
+                  scheduler takes new requests in only every that many decode steps
+                  (``predict.recv_wait_s``); 0 = the engine's default, every step
     """
 
     sweep: str
@@ -121,6 +124,7 @@ class Point:
     max_num_seqs: int = 0
     max_num_batched_tokens: int = 0
     kv_reservation: str = ""
+    scheduler_recv_interval: int = 0
 
     def __post_init__(self) -> None:
         if not (self.isl >= 1):
@@ -138,6 +142,10 @@ class Point:
         if not (isinstance(self.max_num_batched_tokens, int) and self.max_num_batched_tokens >= 0):
             raise LatencyKernelError(
                 f"max_num_batched_tokens must be a whole number >= 0, got {self.max_num_batched_tokens!r}"
+            )
+        if not (isinstance(self.scheduler_recv_interval, int) and self.scheduler_recv_interval >= 0):
+            raise LatencyKernelError(
+                f"scheduler_recv_interval must be a whole number >= 0, got {self.scheduler_recv_interval!r}"
             )
         if self.kv_reservation != "" and self.kv_reservation not in KV_RESERVATIONS:
             raise LatencyKernelError(

@@ -28,6 +28,8 @@ the one ``validate`` uses, so switching is one line:
                prefills about once during one request's osl decode steps, and vLLM's
                chunked prefill runs it inside a decode step (mixed batch)
       TTFT   = admission(isl) + D / 2 + A + Σ chunk steps(with b − 1 decodes) + Q + H + F
+               (+ R, SGLang's receive interval: (N − 1) / 2 decode steps D when the
+               run set --scheduler-recv-interval N and others decode, ``recv_wait_s``)
                the wait for the running step, A one more step (the mean step, TPOT)
                when the engine schedules asynchronously and others run
                (``decided_step_wait_s``: the next step is already decided, with whatever
@@ -70,6 +72,7 @@ __all__ = [
     "batch_wait_s",
     "decided_step_wait_s",
     "prompt_service_s",
+    "recv_wait_s",
     "tokenisation_s",
     "serving_prediction",
     "serving_available",
@@ -233,6 +236,32 @@ def decided_step_wait_s(resident: int, decode_step_s: float, async_scheduling: b
     return decode_step_s
 
 
+def recv_wait_s(resident: int, decode_step_s: float, interval: int) -> float:
+    """The extra wait of a new prompt for SGLang's scheduler to take it in under
+    ``--scheduler-recv-interval`` N, seconds: (N − 1) / 2 decode steps when others are
+    decoding, else 0.
+
+    The rule (SGLang, python/sglang/srt/managers/scheduler_recv_skipper.py,
+    ``SchedulerRecvSkipper.handle``; ``serving.scheduler.receive`` replays it): the
+    scheduler polls for new requests only when a counter, 1 per decode step, reaches N.
+    While the others decode, a prompt arriving at a random point of that N-step cycle
+    waits for the cycle's end, N / 2 steps on average, of which the closed form's D / 2
+    (the rest of the running step) is already one step's share: (N − 1) / 2 more. A
+    prefill step weighs 1000 and an idle pass takes requests at once, so a lone request
+    (nothing else decoding) waits nothing. N <= 1 is SGLang's default and vLLM's engine
+    core, which takes new requests every step.
+
+    Evidence: InferenceX's SGLang launch scripts set it per run (dsr1_fp8_b200.sh,
+    qwen3.5_bf16_b200.sh: 10 below 16 clients, 30 from 16; glm5_fp4_b200.sh: 10;
+    qwen3.5_fp8_h100.sh: 2 to 4 clients, 60 at 8). Fix 25 of docs/accuracy.md: with it,
+    and SGLang's per-request admission refitted (160 -> 150 ms, its per-token part back to
+    the generic 0.35 us), closed-form TTFT MAPE fit 19.93 -> 19.23 %, evaluation 24.01 ->
+    23.86 %; the fit half's SGLang points 26.0 -> 20.4 %."""
+    if interval <= 1 or resident <= 1 or decode_step_s <= 0:
+        return 0.0
+    return (interval - 1) / 2 * decode_step_s
+
+
 def batch_wait_s(
     resident: int,
     isl: float,
@@ -367,6 +396,7 @@ def closed_form_prediction(model: Any, point: Point) -> Prediction:
     d, m, steps, adm = closed_form_parts(model, point.isl, point.osl, b, budget)
     tpot = d + (b - 1) * m / point.osl
     ttft = adm + d / 2 + decided_step_wait_s(b, tpot, bool(lim.async_scheduling)) + steps
+    ttft += recv_wait_s(b, d, point.scheduler_recv_interval)
     if point.batch_wait_timeout_iters > 0:
         ttft += batch_wait_s(
             b,
@@ -425,6 +455,8 @@ def serving_prediction(model: Any, point: Point) -> Prediction:
         engine["max_num_batched_tokens"] = point.max_num_batched_tokens
     if point.kv_reservation:  # how the run's scheduler held KV
         engine["kv_reservation"] = point.kv_reservation
+    if point.scheduler_recv_interval > 1:  # SGLang's --scheduler-recv-interval, as the run set it
+        engine["scheduler_recv_interval"] = point.scheduler_recv_interval
     r = estimate(model, isl=isl, osl=osl, concurrency=point.concurrency, request_rate=point.request_rate, **engine)
     return Prediction(ttft=_dist(r.ttft), tpot=_dist(r.tpot), itl=_dist(r.itl), method="serving simulation")
 

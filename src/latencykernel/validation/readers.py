@@ -12,7 +12,8 @@ native JSON / CSV (``docs/accuracy.md`` documents it): one row per point with ``
     deployment's), optional ``max_num_batched_tokens`` (the run's token budget per step
     where it differs from the deployment's), optional ``kv_reservation`` (``on_demand`` or
     ``to_completion``: how the run's scheduler held KV, where it differs from the
-    deployment's).
+    deployment's), optional ``scheduler_recv_interval`` (SGLang's
+    ``--scheduler-recv-interval`` as the run set it).
     Definitions are vLLM's.
 ``vllm bench serve`` result JSON (vllm/benchmarks/serve.py, ``benchmark`` result dict):
     ``{mean,median,p99}_{ttft,tpot,itl}_ms`` are taken as they are; ISL/OSL are
@@ -131,6 +132,7 @@ def _native_point(row: Mapping[str, Any], default: Deployment | None, where: str
     wait_ratio = _num(row.get("batch_wait_max_tokens_ratio"), f"{where}: batch_wait_max_tokens_ratio")
     seqs = _whole(row.get("max_num_seqs"), f"{where}: max_num_seqs")
     budget = _whole(row.get("max_num_batched_tokens"), f"{where}: max_num_batched_tokens")
+    recv = _whole(row.get("scheduler_recv_interval"), f"{where}: scheduler_recv_interval")
     resv = row.get("kv_reservation")
     if resv is not None and resv != "" and resv not in KV_RESERVATIONS:
         raise LatencyKernelError(f"{where}: kv_reservation must be on_demand or to_completion, got {resv!r}")
@@ -154,6 +156,7 @@ def _native_point(row: Mapping[str, Any], default: Deployment | None, where: str
         max_num_seqs=seqs or 0,
         max_num_batched_tokens=budget or 0,
         kv_reservation=str(resv or ""),
+        scheduler_recv_interval=recv or 0,
     )
 
 
