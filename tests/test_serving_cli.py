@@ -80,3 +80,20 @@ def test_serve_list_and_rate_input() -> None:
     assert r.returncode == 0, r.stderr
     line = next(x for x in r.stdout.splitlines() if "Benchmark duration" in x)
     assert "e+300" in line and len(line) < 120
+
+
+def test_serve_takes_sglangs_receive_interval() -> None:
+    """Guards --scheduler-recv-interval reaching the simulation: with 8 clients TTFT rises
+    against the default (new requests wait for the scheduler's poll), the default's
+    assumption record goes, and 0 is refused naming the option."""
+    base = json.loads(run("serve", GUIDE, "--isl", "256", "--osl", "64", "--concurrency", "8", "--json").stdout)[0]
+    r = run(
+        "serve", GUIDE, "--isl", "256", "--osl", "64", "--concurrency", "8", "--scheduler-recv-interval", "30", "--json"
+    )
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)[0]
+    assert got["mean_ttft_ms"] > base["mean_ttft_ms"]
+    assert "scheduler_recv_interval" in [a["name"] for a in base["assumptions"]]
+    assert "scheduler_recv_interval" not in [a["name"] for a in got["assumptions"]]
+    bad = run("serve", GUIDE, "--concurrency", "1", "--scheduler-recv-interval", "0")
+    assert bad.returncode == 2 and "scheduler-recv-interval" in bad.stderr

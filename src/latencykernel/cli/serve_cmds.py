@@ -66,6 +66,12 @@ def serve_cmd(
     seed: int = typer.Option(0, "--seed", min=0, help="Seed of the length and arrival draws."),
     num_prefill: int = typer.Option(1, "--num-prefill", min=1, help="Disaggregated: prefill engines (the x of xPyD)."),
     num_decode: int = typer.Option(1, "--num-decode", min=1, help="Disaggregated: decode engines (the y of xPyD)."),
+    recv_interval: int | None = typer.Option(
+        None,
+        "--scheduler-recv-interval",
+        min=1,
+        help="SGLang's --scheduler-recv-interval: new requests taken in every N decode steps (default 1: every step).",
+    ),
     plot: Path | None = PLOT,
     as_json: bool = Json,
 ) -> None:
@@ -104,7 +110,7 @@ def serve_cmd(
     results = []
     c = console()
     for key, value, wl in points:
-        results.append((key, value, _run(c, model, wl, seed, quiet=as_json)))
+        results.append((key, value, _run(c, model, wl, seed, quiet=as_json, recv_interval=recv_interval)))
     if plot is not None:
         from latencykernel.charts.serving import ServingSweep, serving_figure
 
@@ -144,7 +150,7 @@ def _disaggregated(first: Any, second: Any, x: int, y: int) -> Any:
     return Disaggregated(p, d, x, y, transfer_s=lambda tokens: p.pd_transfer_time(tokens, src, dst))
 
 
-def _run(c: Any, k: Any, wl: Any, seed: int, quiet: bool) -> Any:
+def _run(c: Any, k: Any, wl: Any, seed: int, quiet: bool, recv_interval: int | None = None) -> Any:
     """One run, with a progress bar once it has taken more than a second."""
     from latencykernel.serving import simulate
 
@@ -166,7 +172,8 @@ def _run(c: Any, k: Any, wl: Any, seed: int, quiet: bool) -> Any:
         state["bar"].update(state["task"], completed=done)
 
     try:
-        return simulate(k, wl, seed=seed, progress=progress)
+        engine: dict[str, Any] = {} if recv_interval is None else {"scheduler_recv_interval": recv_interval}
+        return simulate(k, wl, seed=seed, progress=progress, **engine)
     finally:
         if "bar" in state:
             state["bar"].stop()
