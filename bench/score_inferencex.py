@@ -156,7 +156,24 @@ VLLM_MAX_NUM_SEQS = {
     "gpt-oss-120b-h200": CONC,  # gptoss_fp4_h200.sh
     "kimi-k2.5-b200": CONC,  # kimik2.5_fp4_b200.sh
     "kimi-k2.5-b300": CONC,  # kimik2.5_fp4_b300.sh
-    "minimax-m2.5-h200": 512,  # minimaxm2.5_fp8_h200.sh (MAX_NUM_SEQS default 512)
+}
+# Settings one script version set that others of the same deployment did not, by (stem
+# prefix, run date): each read in the script of that date (a vLLM sweep of another date
+# takes the table above and vLLM's default token budget for its part, 8192 on these >= 70
+# GiB parts, the twins' value). --max-num-batched-tokens "$((ISL * 2))" (ISL the
+# workload's nominal 1024 or 8192; ISL2 below): kimik2.5_fp4_b200.sh at 2035a2117
+# (2026-06-07), minimaxm2.5_fp4_{b200,b300}.sh at ea4f57513 (2026-06-04),
+# minimaxm2.5_fp8_b200.sh at 2dca60196 (2026-05-31; its 2026-03-28 version sets none).
+# single_node/fixed_seq_len/minimaxm2.5_fp8_h200.sh at d8933d70b (2026-06-05):
+# MAX_NUM_SEQS 512 and MAX_NUM_BATCHED_TOKENS 32768 by default; its 2026-03-01, 03-28 and
+# 05-17 versions (single_node/minimaxm2.5_fp8_h200.sh) set neither.
+ISL2 = -2
+VLLM_RUN_SETTINGS: dict[tuple[str, str], dict[str, int]] = {
+    ("kimi-k2.5-b200-", "2026-06-07"): {"max_num_batched_tokens": ISL2},
+    ("minimax-m2.5-b200-fp4-", "2026-06-04"): {"max_num_batched_tokens": ISL2},
+    ("minimax-m2.5-b300-fp4-", "2026-06-04"): {"max_num_batched_tokens": ISL2},
+    ("minimax-m2.5-b200-fp8-", "2026-05-31"): {"max_num_batched_tokens": ISL2},
+    ("minimax-m2.5-h200-fp8-", "2026-06-05"): {"max_num_seqs": 512, "max_num_batched_tokens": 32768},
 }
 
 
@@ -214,7 +231,11 @@ def engine_settings(
     if framework == "vllm":
         key = re.sub(r"-(fp8|fp4|bf16)-vllm-.*$", "", stem)
         seqs = VLLM_MAX_NUM_SEQS.get(key) or vllm_default_max_num_seqs(chip)
-        return {"max_num_seqs": concurrency if seqs == CONC else seqs}
+        out = {"max_num_seqs": concurrency if seqs == CONC else seqs}
+        for (prefix, date), run in VLLM_RUN_SETTINGS.items():
+            if stem.startswith(prefix) and run_date == date:
+                out |= {k: 2 * WORKLOADS[label][0] if v == ISL2 else v for k, v in run.items()}
+        return out
     return {}
 
 
