@@ -111,6 +111,7 @@ def variants(c):  # constants no catalog deployment has, to reach every branch o
     a = c.plan.layers[-1].primary
     yield "shape-aware", dataclasses.replace(c, shape_aware=True, n_half=512.0, k_half=1024.0)
     yield "no-m-half", dataclasses.replace(c, m_half=0.0)
+    yield "linear-m-half", dataclasses.replace(c, linear_m_half=2.0 * c.m_half + 50.0)
     yield "no-prefill-scale", dataclasses.replace(c, prefill_scale=0.0)
     yield "no-decode-rate", dataclasses.replace(c, attn_by_kind={}, attn_rate_bytes_per_s=0.0)
     yield "larger-decode-floor", dataclasses.replace(c, prefill_floor_s=0.0)

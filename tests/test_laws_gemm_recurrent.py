@@ -1,4 +1,5 @@
-"""The GEMM weight-read overlap and the recurrent prefill law (issue 11 fixes 1 and 5)."""
+"""The GEMM weight-read overlap, the served linears' half point and the recurrent prefill law
+(issue 11 fixes 1, 28 and 5)."""
 
 from __future__ import annotations
 
@@ -120,3 +121,49 @@ def test_recurrent_decode_share_of_a_step_follows_the_heads_per_rank(scenario: s
     without = price_step(dataclasses.replace(c, recurrent_by_kind={}), *args)[0][0]
     layers = 45  # Qwen3.5-397B: 15 x (3 GDN + 1 full attention)
     assert with_rec - without == pytest.approx(layers * (B300_GDN_FLOOR + 64 / (B300_GDN_RATE * tp)), rel=1e-9)
+
+
+LINEAR_RAMP_SCENARIOS = (
+    "aisimulate/llama-3.1-70b-instruct-b200-fp4-vllm-tp2.yaml",  # dense GEMMs only
+    "aisimulate/deepseek-v3-b200-fp4-sglang-tp4.yaml",  # routed and shared experts, dense layers
+    "aisimulate/gpt-oss-120b-b200-fp4-vllm-tp1.yaml",  # routed experts with their own dtype
+)
+
+
+@pytest.mark.parametrize("scenario", LINEAR_RAMP_SCENARIOS)
+@given(requests=st.integers(1, 512), context=st.integers(1, 32768), prompt=st.integers(0, 8192))
+def test_the_dense_linears_take_their_own_half_point(scenario: str, requests: int, context: int, prompt: int) -> None:
+    """Guards gemm_m_half_linear_nvfp4 (fix 28) reaching the routed experts, or missing a dense
+    GEMM, a shared expert or the head: with the ramp eff(T) = eps·T/(T + m), T·F/(peak·eff)
+    = F·(T + m)/(peak·eps), so moving the linears' half point from m to m' moves a step's SM
+    time by exactly F_linear·(m' − m)/(peak·eps) whatever the batch, F_linear the dense,
+    shared-expert and head FLOPs per token per rank; the routed experts and prefill attention
+    do not move."""
+    c = lk.open(scenario).constants
+    assert (c.m_half, c.linear_m_half) == (174.0, 400.0)  # B200's sweep knee, and the served linears'
+    assert not c.shape_aware
+    base = dataclasses.replace(c, linear_m_half=c.m_half)
+    scheduled = [1] * requests + ([prompt] if prompt > 8 else [])
+    computed = [context] * requests + ([0] if prompt > 8 else [])
+    args = (scheduled, computed, 8, 0)
+    moved_sm = price_step(c, *args)[0][0] - price_step(base, *args)[0][0]
+    linear_flops = sum(
+        lp.count
+        * (lp.dense_flops_per_token + (lp.shared_expert_flops_per_token if lp.expert_flops_per_token_per_expert else 0))
+        for lp in c.plan.layers
+    )
+    linear_flops = (linear_flops + c.plan.head.dense_flops_per_token) / c.tp
+    want = linear_flops * (400.0 - 174.0) / (c.peak_flops_per_s * c.eps_max)
+    assert moved_sm == pytest.approx(want, rel=1e-9)
+
+
+def test_chips_without_a_served_linear_half_point_keep_the_sweeps() -> None:
+    """Guards the half point leaking beyond the part it was fitted on: B300 (no fit-half sweep
+    serves a dense fp4 linear there) and fp8 on H200 price every GEMM on the sweep's ramp."""
+    for scenario in (
+        "aisimulate/kimi-k2.5-b300-fp4-vllm-tp4.yaml",
+        "aisimulate/llama-3.1-70b-instruct-h200-fp8-vllm-tp2.yaml",
+        "aisimulate/llama-3.1-70b-instruct-b200-fp8-vllm-tp2.yaml",
+    ):
+        c = lk.open(scenario).constants
+        assert c.linear_m_half == c.m_half, scenario

@@ -137,6 +137,9 @@ def test_fused_coefficients_are_the_laws(name: str) -> None:
             T = rng.randint(1, 2**20)
             Y = (T + fp.m_half) * fp.inv_pe
             ramp = efficiency(T, c.eps_max, c.m_half)
+            # the dense linears (and shared experts) at their own half point: fast.py's Yl
+            Yl = (T + fp.linear_m_half) * fp.inv_pe
+            linear_ramp = efficiency(T, c.eps_max, c.linear_m_half)
             if c.shape_aware:
                 want = 0.0
                 for g in lp.gemms:
@@ -145,18 +148,21 @@ def test_fused_coefficients_are_the_laws(name: str) -> None:
                         T
                         * g.flops_per_token
                         / c.tp
-                        / (c.peak_flops_per_s * shape_efficiency(T, n, kk, c.eps_max, c.m_half, c.n_half, c.k_half))
+                        / (
+                            c.peak_flops_per_s
+                            * shape_efficiency(T, n, kk, c.eps_max, c.linear_m_half, c.n_half, c.k_half)
+                        )
                     )
                 shared = (
                     T * lp.shared_expert_flops_per_token / c.tp if lp.expert_flops_per_token_per_expert > 0 else 0.0
                 )
-                want += shared / (c.peak_flops_per_s * ramp)
+                want += shared / (c.peak_flops_per_s * linear_ramp)
             else:
                 flops = T * lp.dense_flops_per_token / c.tp
                 if lp.expert_flops_per_token_per_expert > 0:
                     flops += T * lp.shared_expert_flops_per_token / c.tp
-                want = flops / (c.peak_flops_per_s * ramp)
-            assert close(kc.dense_g * Y, want)
+                want = flops / (c.peak_flops_per_s * linear_ramp)
+            assert close(kc.dense_g * Yl, want)
             if kc.expert is not None:
                 routed = routed_expert_flops(
                     T * funnel,

@@ -93,6 +93,7 @@ def new(inputs: Inputs) -> Kernel:
         peak_flops_per_s=compute.peak_flops_per_s,
         eps_max=compute.eps_max,
         m_half=compute.m_half,
+        linear_m_half=compute.linear_m_half,
         shape_aware=compute.n_half is not None,
         n_half=compute.n_half or 0.0,
         k_half=compute.k_half or 0.0,

@@ -38,6 +38,8 @@ class StepConstants:
     sm_count, nvfp4_native the chip's SMs; whether it runs nvfp4 natively
     hbm_bytes_per_s, peak_flops_per_s   HBM bandwidth and the served dtype's dense peak
     eps_max, m_half        the GEMM ramp (``price.ramp.efficiency``)
+    linear_m_half          the ramp's half point for the dense linear layers (every GEMM but
+                           the routed experts; ``gemm_m_half_linear_<dtype>``, else m_half)
     shape_aware, n_half, k_half   the shape-aware ramp's half points (``shape_efficiency``)
     total_experts, experts_per_rank, local_expert_share, expert_tensor_shards, moe_imbalance
                            routed-expert placement (``price.experts``)
@@ -73,6 +75,7 @@ class StepConstants:
     peak_flops_per_s: float
     eps_max: float
     m_half: float
+    linear_m_half: float
     shape_aware: bool
     n_half: float
     k_half: float

@@ -207,6 +207,7 @@ class FastPlan:
         "head_h",
         "inv_pe",
         "m_half",
+        "linear_m_half",
         "sm_count",
         "width",
         "capture",
@@ -229,6 +230,7 @@ class FastPlan:
     head_h: float
     inv_pe: float
     m_half: float
+    linear_m_half: float
     sm_count: int
     width: int
     capture: int
@@ -271,6 +273,7 @@ class FastPlan:
             funnel,
             fallback,
             needs_ndecode,
+            _,
         ) = self.hot
         uniform = S.count(w) == n
         pre = None
@@ -338,7 +341,7 @@ class FastPlan:
         request schedules the plan's width, the prefill rows ``pre``, the computed sum;
         ``S``/``C`` are read only by per-request decode-read laws and the count of requests
         with no context (rows not among them are decodes of the plan's width)."""
-        _, _, _, _, _, specs, windows, _, m_half, inv_pe, _, _, needs_ndecode = self.hot
+        _, _, _, _, _, specs, windows, _, m_half, inv_pe, _, _, needs_ndecode, _ = self.hot
         causal = 0.0
         wins: dict[int, float] = {}
         if pre:
@@ -409,12 +412,13 @@ class FastPlan:
         attention (``pre``: causal and windowed FLOPs, decode tokens ``dec_tokens``), and the
         decode-read coefficients ``_finish`` applies (where there is a decode: ``has_dec``).
         ``any_ctx``: whether any request has context (DCP's context gathers)."""
-        _, capture, host_uniform, host_other, host_eager, _, _, smc, m_half, inv_pe, funnel, _, _ = self.hot
+        _, capture, host_uniform, host_other, host_eager, _, _, smc, m_half, inv_pe, funnel, _, _, m_lin = self.hot
         # Host: the graph mode by batch shape, eager above the capture ceiling.
         host = host_eager if T > capture else (host_uniform if uniform else host_other)
         d = sm_budget_derate(smc, sm_budget) if sm_budget else 1.0  # the law gives 1 without a budget
         Y = (T + m_half) * inv_pe  # T/(peak·efficiency(T)): price.ramp.efficiency folded
         Yd = Y * d
+        Yl = Yd if m_lin == m_half else (T + m_lin) * inv_pe * d  # the dense linears' own half point
 
         ts = []
         for floor, ipk, itr, mult, _nic in self.colls:  # price.collective.collective_time_s
@@ -430,7 +434,7 @@ class FastPlan:
         p_sm = p_nv = p_nic = 0.0
         kinds = []
         for count, G, R, Wh, Eh, rf, rinv, expert, attn, nv_idx, nic_idx, dcp, Fp, ovr in self.kinds:
-            g = G * Yd
+            g = G * Yl
             if Fp > 0.0 and dec_tokens < T:  # price.recurrent.recurrent_update_s
                 sm = g + rf + rinv * dec_tokens + chunked_prefill_share_s(Fp, T - dec_tokens, T, Yd)
             else:
@@ -489,7 +493,7 @@ class FastPlan:
             p_nv += count * nv
             p_nic += count * nic
             kinds.append((count, sm, hbm, hid, rsm, rhbm, nv, nic, read, merged, floor, pf))
-        head_sm = self.head_g * Yd
+        head_sm = self.head_g * Yl
         return (tuple(kinds), p_sm + head_sm, p_nv, p_nic, host, head_sm, self.head_h)
 
     def estimate(

@@ -244,6 +244,7 @@ def _build(c: StepConstants) -> FastPlan:
     fp.head_h = head.dense_weight_bytes / tp / hbm_bw
     fp.inv_pe = 1.0 / pe
     fp.m_half = c.m_half if c.m_half > 0 else 0.0
+    fp.linear_m_half = c.linear_m_half if c.linear_m_half > 0 else 0.0
     fp.sm_count = c.sm_count
     fp.width = c.uniform_decode_width
     fp.capture = c.capture_tokens
@@ -277,6 +278,7 @@ def _build(c: StepConstants) -> FastPlan:
         fp.funnel,
         fp.pcp_prefill_fallback or fp.dcp_prefill_fallback,
         needs_ndecode,
+        fp.linear_m_half,
     )  # one unpack per call
     fp._stages = {}
     fp._frozen = True

@@ -20,7 +20,11 @@ US = 1e-6
 
 class Compute(NamedTuple):
     """The served weight dtype, the compute suffix its GEMMs use, the compute peak and
-    derated HBM bandwidth, and the GEMM ramp (shape-aware when n_half and k_half are set)."""
+    derated HBM bandwidth, and the GEMM ramp (shape-aware when n_half and k_half are set).
+
+    ``linear_m_half`` is the ramp's half point for the model's dense linear layers (every
+    GEMM but the routed experts): ``gemm_m_half_linear_<suffix>`` where a coefficient set
+    states one, else ``m_half``, the GEMM sweep's own."""
 
     served: str
     suffix: str
@@ -28,6 +32,7 @@ class Compute(NamedTuple):
     hbm_bytes_per_s: float
     eps_max: float
     m_half: float
+    linear_m_half: float
     n_half: float | None
     k_half: float | None
 
@@ -87,6 +92,8 @@ def lift_compute(chip: Any, graph: Any, eng: Any, facts: Any, coeffs: Coefficien
         f"gemm_eps_max_{suffix}", coeffs.require(f"gemm_eps_max_{suffix}", f"{suffix} GEMMs"), positive=True
     )
     m_half = usable(f"gemm_m_half_{suffix}", coeffs.require(f"gemm_m_half_{suffix}", f"{suffix} GEMMs"), positive=False)
+    linear = coeffs.get(f"gemm_m_half_linear_{suffix}")
+    linear_m_half = m_half if linear is None else usable(f"gemm_m_half_linear_{suffix}", linear, positive=False)
     n_half, k_half = coeffs.get(f"gemm_n_half_{suffix}"), coeffs.get(f"gemm_k_half_{suffix}")
     if (n_half is None) != (k_half is None):
         missing = f"gemm_n_half_{suffix}" if n_half is None else f"gemm_k_half_{suffix}"
@@ -95,7 +102,7 @@ def lift_compute(chip: Any, graph: Any, eng: Any, facts: Any, coeffs: Coefficien
             "coefficients",
             missing,
         )
-    return Compute(served, suffix, peak, hbm, eps_max, m_half, n_half, k_half)
+    return Compute(served, suffix, peak, hbm, eps_max, m_half, linear_m_half, n_half, k_half)
 
 
 def lift_coefficients(coeffs: Coefficients, plan: Plan, experts: int, assumptions: Assumptions) -> Lifted:

@@ -173,6 +173,9 @@ def price_step(
     sm_derate = sm_budget_derate(c.sm_count, sm_budget)
     peak, hbm_bw, tp = c.peak_flops_per_s, c.hbm_bytes_per_s, c.tp
     ramp = efficiency(T, c.eps_max, c.m_half)
+    # The dense linear layers (every GEMM but the routed experts, and the head) at their own
+    # half point where the coefficients state one (``gemm_m_half_linear_<dtype>``).
+    linear_ramp = ramp if c.linear_m_half == c.m_half else efficiency(T, c.eps_max, c.linear_m_half)
     layout = c.layout
     # KNOWN DIVERGENCE D3: under PCP the funnel multiplies routed tokens by DP, not PCP.
     funnel = layout.dp if (layout.moe_group > 1 and layout.dp > 1) else 1
@@ -192,7 +195,7 @@ def price_step(
         if c.shape_aware:
             for g in lp.gemms:
                 n, k = (g.n / tp, g.k) if g.shard_n else (g.n, g.k / tp)
-                eff = shape_efficiency(T, n, k, c.eps_max, c.m_half, c.n_half, c.k_half)
+                eff = shape_efficiency(T, n, k, c.eps_max, c.linear_m_half, c.n_half, c.k_half)
                 if eff > 0:
                     dense_shaped += T * g.flops_per_token / tp / (peak * eff)
         else:
@@ -304,7 +307,7 @@ def price_step(
                 ramp / sm_derate if sm_derate > 0 else ramp,
             )
 
-        gemm_sm = (flops / (peak * ramp) * sm_derate if flops > 0 else 0.0) + dense_shaped * sm_derate
+        gemm_sm = (flops / (peak * linear_ramp) * sm_derate if flops > 0 else 0.0) + dense_shaped * sm_derate
         weight_s = weight_bytes / hbm_bw
         hidden_read_s = 0.0  # weight read under the GEMM's own compute: in the stage, not the total
         if c.gemm_read_overlap:
@@ -343,7 +346,9 @@ def price_step(
         per[NIC] += n * nic
 
     head = c.plan.head
-    head_sm = T * head.dense_flops_per_token / tp / (peak * ramp) * sm_derate if head.dense_flops_per_token else 0.0
+    head_sm = (
+        T * head.dense_flops_per_token / tp / (peak * linear_ramp) * sm_derate if head.dense_flops_per_token else 0.0
+    )
     head_hbm = head.dense_weight_bytes / tp / hbm_bw
     per[SM] += head_sm
     per[HBM] += head_hbm

@@ -247,6 +247,8 @@ def price_steps(
     d = sm_budget_derate(fp.sm_count, budget)
     Y = (Tf + fp.m_half) * fp.inv_pe  # T/(peak·efficiency(T)): price.ramp.efficiency folded
     Yd = Y * d if d != 1.0 else Y  # x·1.0 is x
+    # the dense linears at their own half point (fast.py's Yl)
+    Yl = Yd if fp.linear_m_half == fp.m_half else (Tf + fp.linear_m_half) * fp.inv_pe * d
 
     # price.collective.collective_time_s of each graph collective
     ts = [_collective_s(floor, ipk, itr, Tf * mult) for floor, ipk, itr, mult, _nic in fp.colls]
@@ -267,7 +269,7 @@ def price_steps(
     terms: dict[tuple[float, float, Any, int], Any] = {}  # decode reads of equal coefficients, once
     for count, G, R, Wh, Eh, rf, rinv, expert, attn, nv_idx, nic_idx, dcp, Fp, ovr in fp.kinds:
         top_sm: Any = None
-        g = G * Yd
+        g = G * Yl
         if Fp > 0.0 and has_pre is not None:  # price.recurrent.recurrent_update_s, as fast.py
             sm = np.where(
                 dec_tokens < T,
@@ -384,7 +386,7 @@ def price_steps(
         if nic is not None:
             p_nic = nic if p_nic is None else p_nic + nic
 
-    head_sm = fp.head_g * Yd
+    head_sm = fp.head_g * Yl
     head = _mx(head_sm, fp.head_h)
     for i, x, y in ((1, p_sm, head_sm), (2, p_hbm, fp.head_h), (0, overlap, head)):
         if x is None:
