@@ -177,6 +177,22 @@ VLLM_RUN_SETTINGS: dict[tuple[str, str], dict[str, int]] = {
 }
 
 
+# Sweeps whose run laid the model out otherwise than the twin does (the twin's widths come
+# from AISimulate's topology record): InferenceX .github/configs/nvidia-master.yaml at the
+# runs' date (c8c6b3c04, 2026-06-04) lists minimaxm2.5-fp4-b200-vllm 1k1k at 256-1024
+# clients as { tp: 2, ep: 2, dp-attn: true } and 8k1k at 128-512 as { tp: 2, ep: 2 }, and
+# minimaxm2.5-fp4-b300-vllm 1k1k at 256-2048 as { tp: 2, ep: 2, dp-attn: true }; its launch
+# script (benchmarks/single_node/fixed_seq_len/minimaxm2.5_fp4_{b200,b300}.sh) turns
+# dp-attn into `--tensor-parallel-size=1 --data-parallel-size=$TP --enable-expert-parallel`
+# and ep > 1 alone into `--tensor-parallel-size=$TP --enable-expert-parallel`: two GPUs
+# either way, where the twins (tp2-ep4-dp2) hold four.
+RUN_LAYOUTS: dict[str, tuple[tuple[str, Any], ...]] = {
+    "minimax-m2.5-b200-fp4-vllm-tp2-ep4-dp2/1k1k": (("tp", 1), ("dp", 2), ("enable_expert_parallel", True)),
+    "minimax-m2.5-b200-fp4-vllm-tp2-ep4-dp2/8k1k": (("tp", 2), ("dp", 1), ("enable_expert_parallel", True)),
+    "minimax-m2.5-b300-fp4-vllm-tp2-ep4-dp2/1k1k": (("tp", 1), ("dp", 2), ("enable_expert_parallel", True)),
+}
+
+
 def sglang_recv_interval(stem: str, concurrency: int) -> int:
     """SGLang's --scheduler-recv-interval in the sweep's launch script (1: not set)."""
     rule = SGLANG_RECV_INTERVAL.get(stem)
@@ -250,7 +266,7 @@ def inferencex_points(path: Path, lengths: str = "inferencex") -> list[Point]:
             isl, osl = round(isl * (1 + RANGE_LOW) / 2), round(osl * (1 + RANGE_LOW) / 2)
             ratio = (1 - RANGE_LOW) / (1 + RANGE_LOW)
         sweep = f"{stem}/{a['label']}"
-        dep = Deployment(scenario="aisimulate/" + a["scenario"])
+        dep = Deployment(scenario="aisimulate/" + a["scenario"], parallel=RUN_LAYOUTS.get(sweep, ()))
         for c, tpot_us in a["absolute_tpot_us"].items():
             ttft_us = a["absolute_ttft_us"].get(c)
             out.append(
@@ -305,6 +321,7 @@ def native(points: list[Point]) -> dict[str, Any]:
         row: dict[str, Any] = {
             "sweep": p.sweep,
             "scenario": p.deployment.scenario,
+            **({"parallel": dict(p.deployment.parallel)} if p.deployment.parallel else {}),
             "engine": p.engine,
             "chip": p.chip,
             "model": p.model,

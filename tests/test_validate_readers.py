@@ -168,3 +168,43 @@ def test_native_rows_carry_the_runs_recv_interval() -> None:
     assert (a.scheduler_recv_interval, b.scheduler_recv_interval) == (30, 0)
     with pytest.raises(LatencyKernelError, match="scheduler_recv_interval"):
         read_text(head + "x,1000,1000,4,a.yaml,2.5\n", "bad.csv")
+
+
+def test_native_rows_carry_the_runs_parallel_layout() -> None:
+    """Guards the run's widths beside its scenario (a run laid out otherwise than the twin):
+    parallel.* columns and a JSON parallel object read into the deployment, typed; a row
+    without them keeps the scenario's (); an unknown width, a bad value, or widths with build
+    arguments instead of a scenario are refused naming the setting."""
+    head = "sweep,isl,osl,concurrency,scenario,parallel.tp,parallel.dp,parallel.enable_expert_parallel\n"
+    a, b = read_text(head + "x,1000,1000,4,a.yaml,1,2,true\ny,1000,1000,4,a.yaml,,,\n", "par.csv")
+    assert a.deployment.parallel == (("dp", 2), ("enable_expert_parallel", True), ("tp", 1))
+    assert b.deployment.parallel == ()
+    assert a.deployment.key() != b.deployment.key()  # priced with different step models
+    doc = '{"format": "latencykernel.measurements/1", "points": [{"sweep": "x", "isl": 1000, "osl": 1000, '
+    doc += '"concurrency": 4, "scenario": "a.yaml", "parallel": {"tp": 2, "enable_expert_parallel": true}}]}'
+    (c,) = read_text(doc, "par.json")
+    assert c.deployment.parallel == (("enable_expert_parallel", True), ("tp", 2))
+    with pytest.raises(LatencyKernelError, match=r"parallel\.pp"):
+        read_text("sweep,isl,osl,concurrency,scenario,parallel.pp\nx,1000,1000,4,a.yaml,2\n", "bad.csv")
+    with pytest.raises(LatencyKernelError, match=r"parallel\.tp"):
+        read_text(head + "x,1000,1000,4,a.yaml,0,1,false\n", "bad.csv")
+    with pytest.raises(LatencyKernelError, match=r"parallel\.enable_expert_parallel"):
+        Deployment(scenario="a.yaml", parallel=(("enable_expert_parallel", 1),))
+    with pytest.raises(LatencyKernelError, match="scenario"):
+        Deployment(build=(("hardware", "h100"), ("model", "m")), parallel=(("tp", 2),))
+
+
+def test_a_runs_parallel_layout_opens_its_own_step_model() -> None:
+    """Guards the widths being dropped on the way to the kernel, or applied without the file
+    checks: the run's widths replace the scenario pool's, and one vLLM would not start is
+    refused naming the width."""
+    from latencykernel.errors import RefusedError
+    from latencykernel.validation import open_deployment
+
+    twin = "aisimulate/minimax-m2.5-b200-fp4-vllm-tp2-ep4-dp2.yaml"
+    k = open_deployment(Deployment(scenario=twin, parallel=(("tp", 1), ("dp", 2))))
+    assert (k.constants.layout.tp, k.constants.layout.dp, k.constants.layout.expert_width) == (1, 2, 2)
+    base = open_deployment(Deployment(scenario=twin))
+    assert (base.constants.layout.tp, base.constants.layout.dp, base.constants.layout.expert_width) == (2, 2, 4)
+    with pytest.raises(RefusedError, match="tp"):
+        open_deployment(Deployment(scenario=twin, parallel=(("tp", 3),)))

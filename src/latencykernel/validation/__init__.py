@@ -47,10 +47,18 @@ __all__ = [
 
 
 def open_deployment(dep: Deployment, repos: Any = None) -> Any:
-    """The step model of a deployment: ``latencykernel.open`` on its scenario, else
-    ``latencykernel.build`` on its arguments."""
-    from latencykernel.kernel import build, open
+    """The step model of a deployment: ``latencykernel.open`` on its scenario (its first
+    pool's widths replaced by ``dep.parallel``, then built as a file is: ``new`` re-validates
+    and refuses what vLLM would not start), else ``latencykernel.build`` on its arguments."""
+    from latencykernel.inputs import open_inputs
+    from latencykernel.kernel import build, new, open
 
+    if dep.scenario and dep.parallel:
+        inputs = open_inputs(dep.scenario, repos)
+        par = inputs.deployment.pools[inputs.pool].parallel
+        for k, v in dep.parallel:
+            setattr(par, k, v)
+        return new(inputs)
     if dep.scenario:
         return open(dep.scenario, repos)
     args = dict(dep.build)

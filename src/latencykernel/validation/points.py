@@ -20,10 +20,12 @@ from typing import Any
 from latencykernel.errors import LatencyKernelError
 from latencykernel.step_model import KV_RESERVATIONS
 
-__all__ = ["Stat", "Deployment", "Point", "METRICS", "STATS"]
+__all__ = ["Stat", "Deployment", "Point", "METRICS", "STATS", "PARALLEL_KEYS"]
 
 METRICS = ("ttft", "tpot", "itl")
 STATS = ("mean", "median", "p99")
+# The parallel widths a run may state beside its scenario (``Deployment.parallel``).
+PARALLEL_KEYS = ("tp", "dp", "enable_expert_parallel")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,13 +50,20 @@ class Stat:
 class Deployment:
     """How to open the step model a point is priced with: a scenario (an embedded name such
     as ``aisimulate/x.yaml`` or a path), or ``build`` arguments (``model``, ``hardware`` and
-    engine settings, exactly as ``latencykernel.build`` takes them)."""
+    engine settings, exactly as ``latencykernel.build`` takes them).
+
+    ``parallel``: with a scenario, the run's parallel widths where they differ from the
+    scenario's first pool (``tp``, ``dp``, ``enable_expert_parallel``; the pool is
+    re-validated with them, so a layout vLLM would not start is refused as a file's is)."""
 
     scenario: str | None = None
     build: tuple[tuple[str, Any], ...] = ()
+    parallel: tuple[tuple[str, Any], ...] = ()
 
     def key(self) -> str:
         if self.scenario:
+            if self.parallel:
+                return self.scenario + "[" + ", ".join(f"{k}={v}" for k, v in self.parallel) + "]"
             return self.scenario
         return "build(" + ", ".join(f"{k}={v}" for k, v in self.build) + ")"
 
@@ -68,6 +77,16 @@ class Deployment:
             for need in ("model", "hardware"):
                 if need not in names:
                     raise LatencyKernelError(f"build arguments need {need!r}; got {sorted(names)}")
+        if self.parallel and not self.scenario:
+            raise LatencyKernelError("parallel widths go with a scenario; with build arguments state tp, dp there")
+        for k, v in self.parallel:
+            if k not in PARALLEL_KEYS:
+                raise LatencyKernelError(f"parallel.{k} is not a width a run can state; use {', '.join(PARALLEL_KEYS)}")
+            if k == "enable_expert_parallel":
+                if not isinstance(v, bool):
+                    raise LatencyKernelError(f"parallel.{k} must be true or false, got {v!r}")
+            elif isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise LatencyKernelError(f"parallel.{k} must be a whole number >= 1, got {v!r}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,9 @@ native JSON / CSV (``docs/accuracy.md`` documents it): one row per point with ``
     where it differs from the deployment's), optional ``kv_reservation`` (``on_demand`` or
     ``to_completion``: how the run's scheduler held KV, where it differs from the
     deployment's), optional ``scheduler_recv_interval`` (SGLang's
-    ``--scheduler-recv-interval`` as the run set it).
+    ``--scheduler-recv-interval`` as the run set it), optional ``parallel.<key>`` columns
+    (JSON: a ``parallel`` object) beside a ``scenario``: the run's ``tp``, ``dp`` and
+    ``enable_expert_parallel`` where they differ from the scenario's.
     Definitions are vLLM's.
 ``vllm bench serve`` result JSON (vllm/benchmarks/serve.py, ``benchmark`` result dict):
     ``{mean,median,p99}_{ttft,tpot,itl}_ms`` are taken as they are; ISL/OSL are
@@ -104,8 +106,19 @@ def _deployment(row: Mapping[str, Any], default: Deployment | None, where: str) 
     for k, v in row.items():
         if isinstance(k, str) and k.startswith("build.") and v not in (None, ""):
             build[k[len("build.") :]] = _build_value(k[len("build.") :], v)
+    parallel: dict[str, Any] = {}
+    nested = row.get("parallel")
+    if isinstance(nested, Mapping):
+        parallel.update(nested)
+    for k, v in row.items():
+        if isinstance(k, str) and k.startswith("parallel.") and v not in (None, ""):
+            parallel[k[len("parallel.") :]] = _build_value(k[len("parallel.") :], v)
     if scenario or build:
-        return Deployment(scenario=str(scenario) if scenario else None, build=tuple(sorted(build.items())))
+        return Deployment(
+            scenario=str(scenario) if scenario else None,
+            build=tuple(sorted(build.items())),
+            parallel=tuple(sorted(parallel.items())),
+        )
     if default is not None:
         return default
     raise LatencyKernelError(f"{where}: no deployment (give a scenario or build.* keys, or --scenario)")
