@@ -192,6 +192,9 @@ def test_native_rows_carry_the_runs_parallel_layout() -> None:
         Deployment(scenario="a.yaml", parallel=(("enable_expert_parallel", 1),))
     with pytest.raises(LatencyKernelError, match="scenario"):
         Deployment(build=(("hardware", "h100"), ("model", "m")), parallel=(("tp", 2),))
+    # a row's widths are not dropped when the scenario comes from the caller (--scenario)
+    (d,) = read_text("sweep,isl,osl,concurrency,parallel.tp\nx,1000,1000,4,2\n", "cli.csv", DEP)
+    assert d.deployment.scenario == DEP.scenario and d.deployment.parallel == (("tp", 2),)
 
 
 def test_a_runs_parallel_layout_opens_its_own_step_model() -> None:

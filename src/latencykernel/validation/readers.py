@@ -97,22 +97,24 @@ def _build_value(key: str, raw: Any) -> Any:
     return raw.strip()
 
 
+def _section(row: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """A row's ``name`` settings: a nested ``name`` object (JSON) and ``name.<key>`` columns
+    (CSV), typed as build values."""
+    out: dict[str, Any] = {}
+    nested = row.get(name)
+    if isinstance(nested, Mapping):
+        out.update(nested)
+    prefix = name + "."
+    for k, v in row.items():
+        if isinstance(k, str) and k.startswith(prefix) and v not in (None, ""):
+            out[k[len(prefix) :]] = _build_value(k[len(prefix) :], v)
+    return out
+
+
 def _deployment(row: Mapping[str, Any], default: Deployment | None, where: str) -> Deployment:
     scenario = row.get("scenario") or None
-    build: dict[str, Any] = {}
-    nested = row.get("build")
-    if isinstance(nested, Mapping):
-        build.update(nested)
-    for k, v in row.items():
-        if isinstance(k, str) and k.startswith("build.") and v not in (None, ""):
-            build[k[len("build.") :]] = _build_value(k[len("build.") :], v)
-    parallel: dict[str, Any] = {}
-    nested = row.get("parallel")
-    if isinstance(nested, Mapping):
-        parallel.update(nested)
-    for k, v in row.items():
-        if isinstance(k, str) and k.startswith("parallel.") and v not in (None, ""):
-            parallel[k[len("parallel.") :]] = _build_value(k[len("parallel.") :], v)
+    build = _section(row, "build")
+    parallel = _section(row, "parallel")
     if scenario or build:
         return Deployment(
             scenario=str(scenario) if scenario else None,
@@ -120,6 +122,8 @@ def _deployment(row: Mapping[str, Any], default: Deployment | None, where: str) 
             parallel=tuple(sorted(parallel.items())),
         )
     if default is not None:
+        if parallel:  # the row's widths apply to the caller's scenario (refused with build arguments)
+            return Deployment(scenario=default.scenario, build=default.build, parallel=tuple(sorted(parallel.items())))
         return default
     raise LatencyKernelError(f"{where}: no deployment (give a scenario or build.* keys, or --scenario)")
 
