@@ -26,7 +26,8 @@ from typing import Any
 
 import yaml
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "blis-latency-kernel" / "testdata"
+from score_inferencex import REFERENCE, WORKLOADS  # the scorer beside this script: one home for both
+
 CONFIG = ".github/configs/nvidia-master.yaml"
 PREFIX = {
     "deepseek-v3": "dsr1",
@@ -37,7 +38,6 @@ PREFIX = {
     "minimax-m2.5": "minimaxm2.5",
     "qwen3.5-397b-a17b": "qwen3.5",
 }
-WORKLOADS = {"1k1k": (1024, 1024), "1k8k": (1024, 8192), "8k1k": (8192, 1024)}
 STEM = re.compile(r"(.*)-(b200|b300|h100|h200)-(fp4|fp8|bf16)-(vllm|sglang|trt)-(.*)")
 
 
