@@ -193,6 +193,26 @@ RUN_LAYOUTS: dict[str, tuple[tuple[str, Any], ...]] = {
 }
 
 
+# Compilation settings a run's launch script set that its twin does not state (the twins
+# carry PIECEWISE and vLLM's split graph): benchmarks/70b_fp{4,8}_b200_docker.sh at both
+# run dates (ac1998a50, 2025-10-23; 9596d23d7, 2025-10-29) pass a compilation config with
+# "cudagraph_mode": "FULL_DECODE_ONLY" and "splitting_ops": [] (the whole model one compiled
+# graph; its other settings, fusion passes and custom ops, are not priced).
+RUN_ENGINE: dict[str, tuple[tuple[str, Any], ...]] = {
+    "llama-3.1-70b-instruct-b200-": (("cudagraph_mode", "FULL_DECODE_ONLY"), ("splitting_ops", ())),
+}
+
+
+def run_engine(stem: str, framework: str) -> tuple[tuple[str, Any], ...]:
+    """The compilation settings the sweep's vLLM run stated beside its twin (RUN_ENGINE)."""
+    if framework != "vllm":
+        return ()
+    for prefix, settings in RUN_ENGINE.items():
+        if stem.startswith(prefix):
+            return settings
+    return ()
+
+
 def sglang_recv_interval(stem: str, concurrency: int) -> int:
     """SGLang's --scheduler-recv-interval in the sweep's launch script (1: not set)."""
     rule = SGLANG_RECV_INTERVAL.get(stem)
@@ -266,7 +286,11 @@ def inferencex_points(path: Path, lengths: str = "inferencex") -> list[Point]:
             isl, osl = round(isl * (1 + RANGE_LOW) / 2), round(osl * (1 + RANGE_LOW) / 2)
             ratio = (1 - RANGE_LOW) / (1 + RANGE_LOW)
         sweep = f"{stem}/{a['label']}"
-        dep = Deployment(scenario="aisimulate/" + a["scenario"], parallel=RUN_LAYOUTS.get(sweep, ()))
+        dep = Deployment(
+            scenario="aisimulate/" + a["scenario"],
+            parallel=RUN_LAYOUTS.get(sweep, ()),
+            engine=run_engine(stem, a["framework"]),
+        )
         for c, tpot_us in a["absolute_tpot_us"].items():
             ttft_us = a["absolute_ttft_us"].get(c)
             out.append(

@@ -16,6 +16,10 @@ DEPLOYMENTS: dict[str, tuple[str, dict[str, object]]] = {
     "moe-ep16-deepep": ("examples/minimax-m2.5-h200-ep16.yaml", {"engine.all2all_backend": "deepep_low_latency"}),
     "dense-gqa": ("examples/llama-3.1-70b-instruct-h100-bf16-tp4.yaml", {}),
     "dense-fp4-linear": ("aisimulate/llama-3.1-70b-instruct-b200-fp4-vllm-tp2.yaml", {}),
+    "unsplit-graph": (
+        "aisimulate/llama-3.1-70b-instruct-b200-fp8-vllm-tp8.yaml",
+        {"engine.cudagraph_mode": "FULL_DECODE_ONLY", "engine.splitting_ops": []},
+    ),
     "sliding-window": ("examples/gpt-oss-120b-b200-mxfp4-tp1.yaml", {}),
     "swa-with-indexer": ("examples/minimax-m3-b300-bf16-tp8.yaml", {}),
     "sparse-mla": ("examples/glm-5-b300-fp8-tp8.yaml", {}),

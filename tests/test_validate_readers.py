@@ -211,3 +211,25 @@ def test_a_runs_parallel_layout_opens_its_own_step_model() -> None:
     assert (base.constants.layout.tp, base.constants.layout.dp, base.constants.layout.expert_width) == (2, 2, 4)
     with pytest.raises(RefusedError, match="tp"):
         open_deployment(Deployment(scenario=twin, parallel=(("tp", 3),)))
+
+
+def test_native_rows_carry_the_runs_compilation_settings() -> None:
+    """Guards the run's cudagraph_mode and splitting_ops beside its scenario being lost or
+    mistyped: CSV engine.* columns (splitting_ops as [] or names separated by commas) and a
+    JSON engine object read into Deployment.engine with splitting_ops a tuple; a row without
+    them keeps (); a cell that is not a list is refused naming the column."""
+    head = "sweep,isl,osl,concurrency,scenario,engine.cudagraph_mode,engine.splitting_ops\n"
+    rows = "x,1000,1000,4,a.yaml,FULL_DECODE_ONLY,[]\ny,1000,1000,4,a.yaml,,\nz,1000,1000,4,a.yaml,,a::b, c::d\n"
+    a, b, c = read_text(head + rows.replace("a::b, c::d", '"a::b, c::d"'), "eng.csv")
+    assert a.deployment.engine == (("cudagraph_mode", "FULL_DECODE_ONLY"), ("splitting_ops", ()))
+    assert b.deployment.engine == ()
+    assert c.deployment.engine == (("splitting_ops", ("a::b", "c::d")),)
+    doc = '{"format": "latencykernel.measurements/1", "points": [{"sweep": "x", "isl": 1000, "osl": 1000, '
+    doc += '"concurrency": 4, "scenario": "a.yaml", "engine": {"splitting_ops": []}}]}'
+    (d,) = read_text(doc, "eng.json")
+    assert d.deployment.engine == (("splitting_ops", ()),)
+    with pytest.raises(LatencyKernelError, match=r"engine\.splitting_ops"):
+        read_text(head + "x,1000,1000,4,a.yaml,NONE,[oops\n", "bad.csv")
+    # the row's settings apply to the caller's scenario (--scenario)
+    (e,) = read_text("sweep,isl,osl,concurrency,engine.splitting_ops\nx,1000,1000,4,[]\n", "cli.csv", DEP)
+    assert e.deployment.scenario == DEP.scenario and e.deployment.engine == (("splitting_ops", ()),)

@@ -155,6 +155,10 @@ class Engine(StrictModel):
     disable_custom_all_reduce: bool | None = None
     allreduce_backend: Literal["custom", "nccl"] | None = None
     cudagraph_mode: str | None = None
+    # vLLM's compilation_config.splitting_ops: the ops the compiled model is split at for
+    # piecewise CUDA graphs. Only an empty list is read (the whole model one compiled
+    # graph: no piecewise graphs, and a costlier eager step, resolve.settings.graph_modes).
+    splitting_ops: list[str] | None = None
     async_scheduling: bool | None = None
     disable_cascade_attn: bool | None = None
     enable_prefix_caching: bool | None = None

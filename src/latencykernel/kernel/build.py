@@ -74,9 +74,9 @@ def new(inputs: Inputs) -> Kernel:
     layout_dtype = sparse_mla_layout(plan, chip, eng, layout, combine, geo.is_dsa, overrides, assumptions)
     kv = kv_cache(plan, eng, geo, layout, compute.served, layout_dtype, interleave.connectors, assumptions)
     mamba_mode = recurrent_cache_mode(eng, geo.hybrid, overrides, assumptions)
-    limits = engine_settings(eng, chip, facts, assumptions)
+    limits = engine_settings(eng, chip, facts, assumptions, overrides)
     chunk = mla_context_chunk(eng, limits.max_seqs, block.size, layout.dcp, interleave.size, geo.latent, assumptions)
-    lifted = lift_coefficients(coeffs, plan, experts.routed, assumptions)
+    lifted = lift_coefficients(coeffs, plan, experts.routed, assumptions, limits.unsplit)
     costs = collectives(coeffs, layout, chip.name, fabric.ratio, combine)
 
     consts = StepConstants(

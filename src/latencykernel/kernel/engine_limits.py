@@ -31,7 +31,8 @@ VLLM_GPU_MEMORY_UTILIZATION = 0.92
 
 class EngineSettings(NamedTuple):
     """Speculative tokens and the uniform decode width they make, the scheduler limits,
-    chunked prefill, the CUDA-graph mode (and its decode and other halves) and capture ceiling."""
+    chunked prefill, the CUDA-graph mode (and its decode and other halves), the capture
+    ceiling, and whether the model is compiled as one graph (``splitting_ops: []``)."""
 
     spec_tokens: int
     uniform_width: int
@@ -44,6 +45,7 @@ class EngineSettings(NamedTuple):
     graph_other: str
     nvfp4_native: bool
     capture: int
+    unsplit: bool
 
 
 def recurrent_cache_mode(eng: Any, hybrid: bool, overrides: list[Override], assumptions: Assumptions) -> str:
@@ -73,8 +75,10 @@ def recurrent_cache_mode(eng: Any, hybrid: bool, overrides: list[Override], assu
     return mamba_mode
 
 
-def engine_settings(eng: Any, chip: Any, facts: Any, assumptions: Assumptions) -> EngineSettings:
-    """Engine limits and graph capture."""
+def engine_settings(
+    eng: Any, chip: Any, facts: Any, assumptions: Assumptions, overrides: list[Override] | None = None
+) -> EngineSettings:
+    """Engine limits and graph capture (a graph mode vLLM replaces is recorded in ``overrides``)."""
     spec = eng.speculative
     spec_tokens = (spec.num_spec_tokens or 0) if spec is not None else 0
     uniform_width = 1 + spec_tokens
@@ -94,7 +98,8 @@ def engine_settings(eng: Any, chip: Any, facts: Any, assumptions: Assumptions) -
     # kernel's worked figures pin; it prices nothing, it only decides the refusal below.
     chunked = eng.enable_chunked_prefill is not False
     check_scheduler_limits(max_batched, max_seqs, max_len, chunked)
-    mode_name, g_decode, g_other = graph_modes(eng.cudagraph_mode, assumptions)
+    unsplit = eng.splitting_ops is not None and len(eng.splitting_ops) == 0
+    mode_name, g_decode, g_other = graph_modes(eng.cudagraph_mode, assumptions, unsplit, overrides)
     nvfp4_native = (chip.TFlopsNVFP4 or 0) > 0
     capture = 0
     if g_decode != "eager" or g_other != "eager":
@@ -117,6 +122,7 @@ def engine_settings(eng: Any, chip: Any, facts: Any, assumptions: Assumptions) -
         g_other,
         nvfp4_native,
         capture,
+        unsplit,
     )
 
 

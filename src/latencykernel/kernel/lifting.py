@@ -105,8 +105,12 @@ def lift_compute(chip: Any, graph: Any, eng: Any, facts: Any, coeffs: Coefficien
     return Compute(served, suffix, peak, hbm, eps_max, m_half, linear_m_half, n_half, k_half)
 
 
-def lift_coefficients(coeffs: Coefficients, plan: Plan, experts: int, assumptions: Assumptions) -> Lifted:
-    """Coefficients lifted into plain numbers (``experts``: the model's routed experts)."""
+def lift_coefficients(
+    coeffs: Coefficients, plan: Plan, experts: int, assumptions: Assumptions, unsplit: bool = False
+) -> Lifted:
+    """Coefficients lifted into plain numbers (``experts``: the model's routed experts;
+    ``unsplit``: the model is compiled as one graph, ``splitting_ops: []``, whose eager steps
+    take ``host_launch_eager_unsplit_per_layer`` where the sets hold it)."""
 
     def optional(name: str, reason: str) -> float:
         v = coeffs.get(name)
@@ -160,6 +164,16 @@ def lift_coefficients(coeffs: Coefficients, plan: Plan, experts: int, assumption
     host_kernel = optional("host_launch_per_kernel", "per-kernel dispatch priced at zero") * US
     host_replay = optional("host_replay_graph_per_step", "CUDA-graph replay priced at zero") * US
     host_eager = optional("host_launch_eager_per_layer", "eager launches priced at zero") * US
+    if unsplit:
+        v = coeffs.get("host_launch_eager_unsplit_per_layer")
+        if v is None:
+            assumptions.add(
+                "host_launch_eager_unsplit_per_layer",
+                "absent",
+                "the one-graph model's eager steps priced at host_launch_eager_per_layer",
+            )
+        else:
+            host_eager = usable("host_launch_eager_unsplit_per_layer", v, positive=False) * US
     for name in ("host_admission_per_request", "host_admission_per_token", "host_output_token", "host_completion"):
         optional(name, "that per-request host overhead priced at zero")
     host_link = optional("host_link_bandwidth", "offload transfers priced without a host-link ceiling")

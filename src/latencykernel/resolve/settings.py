@@ -8,11 +8,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from latencykernel.errors import RefusedError
+from latencykernel.resolve.layout import Override
 
 __all__ = [
     "Assumption",
     "Assumptions",
     "GRAPH_MODES",
+    "UNSPLIT_MODES",
     "graph_modes",
     "default_max_num_seqs",
     "default_max_num_batched_tokens",
@@ -59,8 +61,24 @@ GRAPH_MODES: dict[str, tuple[str, str]] = {
 }
 
 
-def graph_modes(stated: str | None, assumptions: Assumptions) -> tuple[str, str, str]:
-    """(mode name, decode graph mode, other graph mode); refuses an unknown mode."""
+# With compilation_config.splitting_ops = [] the model is compiled as one graph, which holds
+# no piecewise CUDA graph: vLLM turns the modes that ask for one into the nearest mode
+# without (vllm/config/compilation.py, CompilationConfig.set_splitting_ops_for_v1:
+# PIECEWISE -> NONE, FULL_AND_PIECEWISE -> FULL, each with a warning).
+UNSPLIT_MODES: dict[str, str] = {"PIECEWISE": "NONE", "FULL_AND_PIECEWISE": "FULL"}
+
+
+def graph_modes(
+    stated: str | None,
+    assumptions: Assumptions,
+    unsplit: bool = False,
+    overrides: list[Override] | None = None,
+) -> tuple[str, str, str]:
+    """(mode name, decode graph mode, other graph mode); refuses an unknown mode.
+
+    ``unsplit``: the deployment states ``splitting_ops: []``; a mode that needs piecewise
+    graphs becomes vLLM's replacement (``UNSPLIT_MODES``), recorded in ``overrides``.
+    """
     if stated is None:
         assumptions.add("cudagraph_mode", "FULL_AND_PIECEWISE", "unstated; vLLM v0.31.0's default")
         stated = "FULL_AND_PIECEWISE"
@@ -70,6 +88,18 @@ def graph_modes(stated: str | None, assumptions: Assumptions) -> tuple[str, str,
             setting="engine.cudagraph_mode",
             value=stated,
         )
+    if unsplit and stated in UNSPLIT_MODES:
+        mode = UNSPLIT_MODES[stated]
+        if overrides is not None:
+            overrides.append(
+                Override(
+                    "cudagraph_mode",
+                    stated,
+                    mode,
+                    "splitting_ops: [] compiles the model as one graph, which holds no piecewise CUDA graph",
+                )
+            )
+        stated = mode
     decode, other = GRAPH_MODES[stated]
     return stated, decode, other
 

@@ -15,7 +15,10 @@ native JSON / CSV (``docs/accuracy.md`` documents it): one row per point with ``
     deployment's), optional ``scheduler_recv_interval`` (SGLang's
     ``--scheduler-recv-interval`` as the run set it), optional ``parallel.<key>`` columns
     (JSON: a ``parallel`` object) beside a ``scenario``: the run's ``tp``, ``dp`` and
-    ``enable_expert_parallel`` where they differ from the scenario's.
+    ``enable_expert_parallel`` where they differ from the scenario's, optional
+    ``engine.<key>`` columns (JSON: an ``engine`` object) beside a ``scenario``: the run's
+    ``cudagraph_mode`` and ``splitting_ops`` (a JSON list, or in CSV ``[]`` or names
+    separated by commas) where they differ from the scenario's.
     Definitions are vLLM's.
 ``vllm bench serve`` result JSON (vllm/benchmarks/serve.py, ``benchmark`` result dict):
     ``{mean,median,p99}_{ttft,tpot,itl}_ms`` are taken as they are; ISL/OSL are
@@ -111,19 +114,45 @@ def _section(row: Mapping[str, Any], name: str) -> dict[str, Any]:
     return out
 
 
+def _engine(row: Mapping[str, Any], where: str) -> tuple[tuple[str, Any], ...]:
+    """A row's ``engine`` settings (``Deployment.engine``): ``splitting_ops`` as a tuple of op
+    names, from a JSON list or a CSV cell (``[]`` for none, else names separated by commas)."""
+    out = _section(row, "engine")
+    ops = out.get("splitting_ops")
+    if isinstance(ops, str):
+        cell = ops.strip()
+        if cell.startswith("["):
+            try:
+                ops = json.loads(cell)
+            except json.JSONDecodeError:
+                raise LatencyKernelError(f"{where}: engine.splitting_ops {cell!r} is not a JSON list") from None
+        else:
+            ops = [op.strip() for op in cell.split(",") if op.strip()]
+    if isinstance(ops, list):
+        out["splitting_ops"] = tuple(ops)
+    return tuple(sorted(out.items()))
+
+
 def _deployment(row: Mapping[str, Any], default: Deployment | None, where: str) -> Deployment:
     scenario = row.get("scenario") or None
     build = _section(row, "build")
     parallel = _section(row, "parallel")
+    engine = _engine(row, where)
     if scenario or build:
         return Deployment(
             scenario=str(scenario) if scenario else None,
             build=tuple(sorted(build.items())),
             parallel=tuple(sorted(parallel.items())),
+            engine=engine,
         )
     if default is not None:
-        if parallel:  # the row's widths apply to the caller's scenario (refused with build arguments)
-            return Deployment(scenario=default.scenario, build=default.build, parallel=tuple(sorted(parallel.items())))
+        if parallel or engine:  # the row's settings apply to the caller's scenario (refused with build arguments)
+            return Deployment(
+                scenario=default.scenario,
+                build=default.build,
+                parallel=tuple(sorted(parallel.items())),
+                engine=engine,
+            )
         return default
     raise LatencyKernelError(f"{where}: no deployment (give a scenario or build.* keys, or --scenario)")
 
