@@ -229,6 +229,9 @@ def _plan_nodes(
         elif op == "Elementwise":
             lp.elementwise_bytes_per_token += float(_get(node, "bytes_per_token", 0)) or 2.0 * hidden * ACTIVATION_BYTES
         elif op in ("AllReduce", "AllGather", "ReduceScatter"):
+            # KNOWN DIVERGENCE D12: a TP all-reduce and the RMSNorm after it are priced as two
+            # kernels where vLLM fuses them by default (TP > 1, Hopper/Blackwell). See
+            # docs/divergences.md.
             lp.collectives.append(PlannedCollective(Op(op), Group.TP, hidden * ACTIVATION_BYTES, False))
         elif op == "All2All":
             # KNOWN DIVERGENCE D2: dispatch priced at 16 bits even where a quantized MoE kernel
