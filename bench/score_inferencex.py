@@ -198,16 +198,16 @@ RUN_LAYOUTS: dict[str, tuple[tuple[str, Any], ...]] = {
 # run dates (ac1998a50, 2025-10-23; 9596d23d7, 2025-10-29) pass a compilation config with
 # "cudagraph_mode": "FULL_DECODE_ONLY" and "splitting_ops": [] (the whole model one compiled
 # graph; its other settings, fusion passes and custom ops, are not priced).
-RUN_ENGINE: dict[str, tuple[tuple[str, Any], ...]] = {
+RUN_COMPILATION: dict[str, tuple[tuple[str, Any], ...]] = {
     "llama-3.1-70b-instruct-b200-": (("cudagraph_mode", "FULL_DECODE_ONLY"), ("splitting_ops", ())),
 }
 
 
-def run_engine(stem: str, framework: str) -> tuple[tuple[str, Any], ...]:
-    """The compilation settings the sweep's vLLM run stated beside its twin (RUN_ENGINE)."""
+def run_compilation(stem: str, framework: str) -> tuple[tuple[str, Any], ...]:
+    """The compilation settings the sweep's vLLM run stated beside its twin (RUN_COMPILATION)."""
     if framework != "vllm":
         return ()
-    for prefix, settings in RUN_ENGINE.items():
+    for prefix, settings in RUN_COMPILATION.items():
         if stem.startswith(prefix):
             return settings
     return ()
@@ -289,7 +289,7 @@ def inferencex_points(path: Path, lengths: str = "inferencex") -> list[Point]:
         dep = Deployment(
             scenario="aisimulate/" + a["scenario"],
             parallel=RUN_LAYOUTS.get(sweep, ()),
-            engine=run_engine(stem, a["framework"]),
+            compilation=run_compilation(stem, a["framework"]),
         )
         for c, tpot_us in a["absolute_tpot_us"].items():
             ttft_us = a["absolute_ttft_us"].get(c)
@@ -346,6 +346,11 @@ def native(points: list[Point]) -> dict[str, Any]:
             "sweep": p.sweep,
             "scenario": p.deployment.scenario,
             **({"parallel": dict(p.deployment.parallel)} if p.deployment.parallel else {}),
+            **(
+                {"compilation": {k: list(v) if isinstance(v, tuple) else v for k, v in p.deployment.compilation}}
+                if p.deployment.compilation
+                else {}
+            ),
             "engine": p.engine,
             "chip": p.chip,
             "model": p.model,

@@ -91,19 +91,19 @@ def test_an_unsplit_graph_without_the_vllm_set_is_recorded_not_guessed() -> None
 
 
 def test_a_runs_compilation_settings_open_its_own_step_model() -> None:
-    """Guards the run's settings being dropped on the way to the kernel: Deployment.engine
+    """Guards the run's settings being dropped on the way to the kernel: Deployment.compilation
     replaces the pool's cudagraph_mode and splitting_ops, changes the deployment's key, and
     is refused naming the setting when it is not one a run can state or is malformed."""
-    dep = Deployment(scenario=TWIN, engine=(("cudagraph_mode", "FULL_DECODE_ONLY"), ("splitting_ops", ())))
+    dep = Deployment(scenario=TWIN, compilation=(("cudagraph_mode", "FULL_DECODE_ONLY"), ("splitting_ops", ())))
     k = open_deployment(dep)
     assert (k.constants.graph_decode, k.constants.graph_other) == ("full", "eager")
     assert k.constants.host_eager_per_layer_s == pytest.approx(200e-6)
     assert dep.key() != Deployment(scenario=TWIN).key()
-    with pytest.raises(LatencyKernelError, match=r"engine\.max_num_seqs"):
-        Deployment(scenario=TWIN, engine=(("max_num_seqs", 8),))
-    with pytest.raises(LatencyKernelError, match=r"engine\.splitting_ops"):
-        Deployment(scenario=TWIN, engine=(("splitting_ops", "[]"),))
-    with pytest.raises(LatencyKernelError, match=r"engine\.cudagraph_mode"):
-        Deployment(scenario=TWIN, engine=(("cudagraph_mode", 3),))
+    with pytest.raises(LatencyKernelError, match=r"compilation\.max_num_seqs"):
+        Deployment(scenario=TWIN, compilation=(("max_num_seqs", 8),))
+    with pytest.raises(LatencyKernelError, match=r"compilation\.splitting_ops"):
+        Deployment(scenario=TWIN, compilation=(("splitting_ops", "[]"),))
+    with pytest.raises(LatencyKernelError, match=r"compilation\.cudagraph_mode"):
+        Deployment(scenario=TWIN, compilation=(("cudagraph_mode", 3),))
     with pytest.raises(LatencyKernelError, match="scenario"):
-        Deployment(build=(("hardware", "h100"), ("model", "m")), engine=(("splitting_ops", ()),))
+        Deployment(build=(("hardware", "h100"), ("model", "m")), compilation=(("splitting_ops", ()),))

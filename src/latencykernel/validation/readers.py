@@ -16,7 +16,7 @@ native JSON / CSV (``docs/accuracy.md`` documents it): one row per point with ``
     ``--scheduler-recv-interval`` as the run set it), optional ``parallel.<key>`` columns
     (JSON: a ``parallel`` object) beside a ``scenario``: the run's ``tp``, ``dp`` and
     ``enable_expert_parallel`` where they differ from the scenario's, optional
-    ``engine.<key>`` columns (JSON: an ``engine`` object) beside a ``scenario``: the run's
+    ``compilation.<key>`` columns (JSON: a ``compilation`` object) beside a ``scenario``: the run's
     ``cudagraph_mode`` and ``splitting_ops`` (a JSON list, or in CSV ``[]`` or names
     separated by commas) where they differ from the scenario's.
     Definitions are vLLM's.
@@ -114,10 +114,10 @@ def _section(row: Mapping[str, Any], name: str) -> dict[str, Any]:
     return out
 
 
-def _engine(row: Mapping[str, Any], where: str) -> tuple[tuple[str, Any], ...]:
-    """A row's ``engine`` settings (``Deployment.engine``): ``splitting_ops`` as a tuple of op
+def _compilation(row: Mapping[str, Any], where: str) -> tuple[tuple[str, Any], ...]:
+    """A row's ``compilation`` settings (``Deployment.compilation``): ``splitting_ops`` as a tuple of op
     names, from a JSON list or a CSV cell (``[]`` for none, else names separated by commas)."""
-    out = _section(row, "engine")
+    out = _section(row, "compilation")
     ops = out.get("splitting_ops")
     if isinstance(ops, str):
         cell = ops.strip()
@@ -125,7 +125,7 @@ def _engine(row: Mapping[str, Any], where: str) -> tuple[tuple[str, Any], ...]:
             try:
                 ops = json.loads(cell)
             except json.JSONDecodeError:
-                raise LatencyKernelError(f"{where}: engine.splitting_ops {cell!r} is not a JSON list") from None
+                raise LatencyKernelError(f"{where}: compilation.splitting_ops {cell!r} is not a JSON list") from None
         else:
             ops = [op.strip() for op in cell.split(",") if op.strip()]
     if isinstance(ops, list):
@@ -137,21 +137,21 @@ def _deployment(row: Mapping[str, Any], default: Deployment | None, where: str) 
     scenario = row.get("scenario") or None
     build = _section(row, "build")
     parallel = _section(row, "parallel")
-    engine = _engine(row, where)
+    compilation = _compilation(row, where)
     if scenario or build:
         return Deployment(
             scenario=str(scenario) if scenario else None,
             build=tuple(sorted(build.items())),
             parallel=tuple(sorted(parallel.items())),
-            engine=engine,
+            compilation=compilation,
         )
     if default is not None:
-        if parallel or engine:  # the row's settings apply to the caller's scenario (refused with build arguments)
+        if parallel or compilation:  # the row's settings apply to the caller's scenario (refused with build arguments)
             return Deployment(
                 scenario=default.scenario,
                 build=default.build,
                 parallel=tuple(sorted(parallel.items())),
-                engine=engine,
+                compilation=compilation,
             )
         return default
     raise LatencyKernelError(f"{where}: no deployment (give a scenario or build.* keys, or --scenario)")
