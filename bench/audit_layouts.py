@@ -8,8 +8,14 @@ For every sweep of ``inferencex_absolutes.json`` it reads
 ``.github/configs/nvidia-master.yaml`` at the sweep's run date (the newest commit before the
 end of that day), takes the entry ``<model prefix>-<precision>-<chip>-<framework>``, and
 prints the search-space rows of the sweep's ISL/OSL whose concurrency range holds any of
-the sweep's clients (``tp``, ``ep``, ``dp-attn``). A sweep whose date has no such rows (the
-file predates its search-space form, or names the model otherwise) prints ``unchecked``.
+the sweep's clients (``tp``, ``ep``, ``dp-attn``), in either of the file's forms
+(``scenarios.fixed-seq-len`` from 2026, ``seq-len-configs`` in 2025-11). A sweep whose date
+has no such rows (the file predates both forms, or names the model otherwise) prints
+``unchecked``. Each checked sweep is compared with its twin's layout (tp, experts over the
+TP ranks or not, attention DP; ``RUN_LAYOUTS`` applied, a point's own entry first):
+``MISMATCH`` where a layout it is priced with is in no listed row. (The rows of one date are
+that day's search space; a sweep's points may come from runs of other days, so a client
+outside every row's range is not a mismatch.)
 ``docs/accuracy.md`` fix 29 states what this found; the layouts it corrects are the
 scorer's ``RUN_LAYOUTS`` (bench/score_inferencex.py).
 """
@@ -26,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from score_inferencex import REFERENCE, WORKLOADS  # the scorer beside this script: one home for both
+from score_inferencex import REFERENCE, RUN_LAYOUTS, WORKLOADS  # the scorer beside this script: one home
 
 CONFIG = ".github/configs/nvidia-master.yaml"
 PREFIX = {
@@ -70,7 +76,9 @@ def rows_for(doc: Any, stem: str, label: str, clients: list[int]) -> list[dict[s
         return []
     isl, osl = WORKLOADS[label]
     out = []
-    for sc in (entry.get("scenarios") or {}).get("fixed-seq-len") or []:
+    # the file's two forms: scenarios.fixed-seq-len (2026) and seq-len-configs (2025-11)
+    forms = (entry.get("scenarios") or {}).get("fixed-seq-len") or entry.get("seq-len-configs") or []
+    for sc in forms:
         if sc.get("isl") != isl or sc.get("osl") != osl:
             continue
         for row in sc.get("search-space") or []:
@@ -78,6 +86,26 @@ def rows_for(doc: Any, stem: str, label: str, clients: list[int]) -> list[dict[s
             if lo is not None and hi is not None and any(lo <= c <= hi for c in clients):
                 out.append(row)
     return out
+
+
+def twin_layout(stem: str, sweep: str, clients: int) -> tuple[int, bool, int]:
+    """(tp, experts over the ranks, dp) a point is priced with: its twin's first pool, with
+    the scorer's RUN_LAYOUTS applied (the point's own "sweep@clients" entry first)."""
+    import latencykernel as lk
+
+    par = lk.open_inputs(f"aisimulate/{stem}.yaml").deployment.pools[0].parallel
+    got = {"tp": par.tp, "dp": par.dp, "enable_expert_parallel": bool(par.enable_expert_parallel)}
+    got.update(dict(RUN_LAYOUTS.get(f"{sweep}@{clients}", RUN_LAYOUTS.get(sweep, ()))))
+    return int(got["tp"]), bool(got["enable_expert_parallel"]), int(got["dp"])
+
+
+def row_layout(row: dict[str, Any]) -> tuple[int, bool, int]:
+    """(tp, experts over the ranks, dp) a search-space row launches: the launch scripts turn
+    ep > 1 into expert parallelism over the tp ranks, and dp-attn into TP1 x DP tp."""
+    tp, ep, dp_attn = int(row.get("tp") or 1), int(row.get("ep") or 1), bool(row.get("dp-attn"))
+    if dp_attn:
+        return 1, ep > 1, tp
+    return tp, ep > 1, 1
 
 
 def main(argv: list[str]) -> int:
@@ -98,7 +126,15 @@ def main(argv: list[str]) -> int:
             + f" @ {r['conc-start']}-{r['conc-end']}"
             for r in rows
         )
-        print(f"{stem}/{label} {a['source_run_date']} clients {clients[0]}-{clients[-1]}: {shown or 'unchecked'}")
+        verdict = ""
+        if rows:  # every layout the sweep is priced with must be one a listed row launches
+            listed = {row_layout(r) for r in rows}
+            priced = sorted({twin_layout(stem, f"{stem}/{label}", c) for c in clients})
+            bad = [layout for layout in priced if layout not in listed]
+            verdict = f"  MISMATCH: priced tp/ep/dp {bad}" if bad else ""
+        print(
+            f"{stem}/{label} {a['source_run_date']} clients {clients[0]}-{clients[-1]}: {shown or 'unchecked'}{verdict}"
+        )
     print(f"{checked} of {len(data['anchors'])} sweeps checked against the config at their run date")
     return 0
 

@@ -186,10 +186,24 @@ VLLM_RUN_SETTINGS: dict[tuple[str, str], dict[str, int]] = {
 # dp-attn into `--tensor-parallel-size=1 --data-parallel-size=$TP --enable-expert-parallel`
 # and ep > 1 alone into `--tensor-parallel-size=$TP --enable-expert-parallel`: two GPUs
 # either way, where the twins (tp2-ep4-dp2) hold four.
+#
+# The same file's older form (seq-len-configs, 2025-11-10: 58349bd4d) lists dsr1-fp4-b200-sglang
+# at every client as { tp: 4, ep: 4 } and { tp: 8, ep: 8 } (SGLang's --ep-size: experts over
+# the TP ranks), and the DeepSeek-R1 H200 TensorRT-LLM script of 2025-11-02
+# (benchmarks/dsr1_fp8_h200_trt_slurm.sh at 94e7b1391's parent) sets EP_SIZE="$TP" for every
+# run (--ep_size=8) and attention DP above 32 clients at 8k1k (enable_attention_dp: true,
+# TP1 x DP8 attention): the twins state experts sharded over TP. A key "sweep@clients"
+# states one point's layout (`python bench/audit_layouts.py` lists what the file holds).
 RUN_LAYOUTS: dict[str, tuple[tuple[str, Any], ...]] = {
     "minimax-m2.5-b200-fp4-vllm-tp2-ep4-dp2/1k1k": (("tp", 1), ("dp", 2), ("enable_expert_parallel", True)),
     "minimax-m2.5-b200-fp4-vllm-tp2-ep4-dp2/8k1k": (("tp", 2), ("dp", 1), ("enable_expert_parallel", True)),
     "minimax-m2.5-b300-fp4-vllm-tp2-ep4-dp2/1k1k": (("tp", 1), ("dp", 2), ("enable_expert_parallel", True)),
+    "deepseek-v3-b200-fp4-sglang-tp4/1k8k": (("enable_expert_parallel", True),),
+    "deepseek-v3-b200-fp4-sglang-tp8/1k8k": (("enable_expert_parallel", True),),
+    "deepseek-v3-h200-fp8-trt-tp8/1k1k": (("enable_expert_parallel", True),),
+    "deepseek-v3-h200-fp8-trt-tp8/1k8k": (("enable_expert_parallel", True),),
+    "deepseek-v3-h200-fp8-trt-tp8/8k1k": (("enable_expert_parallel", True),),
+    "deepseek-v3-h200-fp8-trt-tp8/8k1k@64": (("tp", 1), ("dp", 8), ("enable_expert_parallel", True)),
 }
 
 
@@ -286,13 +300,13 @@ def inferencex_points(path: Path, lengths: str = "inferencex") -> list[Point]:
             isl, osl = round(isl * (1 + RANGE_LOW) / 2), round(osl * (1 + RANGE_LOW) / 2)
             ratio = (1 - RANGE_LOW) / (1 + RANGE_LOW)
         sweep = f"{stem}/{a['label']}"
-        dep = Deployment(
-            scenario="aisimulate/" + a["scenario"],
-            parallel=RUN_LAYOUTS.get(sweep, ()),
-            compilation=run_compilation(stem, a["framework"]),
-        )
         for c, tpot_us in a["absolute_tpot_us"].items():
             ttft_us = a["absolute_ttft_us"].get(c)
+            dep = Deployment(
+                scenario="aisimulate/" + a["scenario"],
+                parallel=RUN_LAYOUTS.get(f"{sweep}@{c}", RUN_LAYOUTS.get(sweep, ())),
+                compilation=run_compilation(stem, a["framework"]),
+            )
             out.append(
                 Point(
                     sweep=sweep,
