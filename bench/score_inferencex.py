@@ -212,16 +212,45 @@ RUN_LAYOUTS: dict[str, tuple[tuple[str, Any], ...]] = {
 # run dates (ac1998a50, 2025-10-23; 9596d23d7, 2025-10-29) pass a compilation config with
 # "cudagraph_mode": "FULL_DECODE_ONLY" and "splitting_ops": [] (the whole model one compiled
 # graph; its other settings, fusion passes and custom ops, are not priced).
-RUN_COMPILATION: dict[str, tuple[tuple[str, Any], ...]] = {
+RUN_SETTINGS: dict[str, tuple[tuple[str, Any], ...]] = {
     "llama-3.1-70b-instruct-b200-": (("cudagraph_mode", "FULL_DECODE_ONLY"), ("splitting_ops", ())),
+}
+# The KV cache's dtype where the run's launch script (at the run date) sets none, so the
+# engine's default "auto", the model's dtype, ran (or sets "auto"); the twins state fp8
+# throughout. Read in: dsr1_fp8_h200.sh (SGLang, 2026-03-25, 2026-05-17), glm5_fp8_h200.sh
+# (2026-03-19, 2026-05-19), gptoss_fp4_h100.sh and gptoss_fp4_h200.sh (vLLM, 2026-03-27,
+# 2026-05-17, 2026-05-30), gptoss_fp4_h200_trt{,_slurm}.sh (kv_cache_config dtype: auto;
+# 2025-12-15, 2026-05-18), minimaxm2.5_fp8_h200.sh (2026-03-01, 2026-03-28, 2026-05-17; its 2026-06-05 version sets
+# fp8), qwen3.5_bf16_b200.sh (2026-02-20, 2026-07-04) and qwen3.5_bf16_b300.sh (2026-05-18).
+# Every other sweep's script sets fp8 (fp8_e4m3 for SGLang), but kimik2.5_fp4_b300.sh
+# (2026-06-07, 2026-08-07), which sets none: its checkpoint (nvidia/Kimi-K2.5-NVFP4, ModelOpt)
+# quantises the KV cache to fp8 itself, and the 8k1k run held 256 clients' contexts
+# (2.78 s TTFT), which a bf16 latent cache on four B300s cannot.
+KV_AUTO: dict[str, frozenset[str]] = {
+    "deepseek-v3-h200-fp8-sglang-": frozenset({"2026-03-25", "2026-05-17"}),
+    "glm-5-h200-fp8-sglang-": frozenset({"2026-03-19", "2026-05-19"}),
+    "gpt-oss-120b-h100-fp4-vllm-": frozenset({"2026-03-27", "2026-05-17"}),
+    "gpt-oss-120b-h200-fp4-vllm-": frozenset({"2026-03-27", "2026-05-30"}),
+    "gpt-oss-120b-h200-fp4-trt-": frozenset({"2025-12-15", "2026-05-18"}),
+    "minimax-m2.5-h200-fp8-vllm-": frozenset({"2026-03-01", "2026-03-28", "2026-05-17"}),
+    "qwen3.5-397b-a17b-b200-bf16-sglang-": frozenset({"2026-02-20", "2026-07-04"}),
+    "qwen3.5-397b-a17b-b300-bf16-sglang-": frozenset({"2026-05-18"}),
 }
 
 
-def run_compilation(stem: str, framework: str) -> tuple[tuple[str, Any], ...]:
-    """The compilation settings the sweep's vLLM run stated beside its twin (RUN_COMPILATION)."""
-    if framework != "vllm":
-        return ()
-    for prefix, settings in RUN_COMPILATION.items():
+def run_settings(stem: str, framework: str, run_date: str = "") -> tuple[tuple[str, Any], ...]:
+    """The engine settings the sweep's run stated beside its twin: a vLLM run's compilation
+    settings (RUN_SETTINGS) and the KV dtype where the run took the engine's default (KV_AUTO)."""
+    out: list[tuple[str, Any]] = []
+    if framework == "vllm":
+        for prefix, settings in RUN_SETTINGS.items():
+            if stem.startswith(prefix):
+                out.extend(settings)
+    for prefix, dates in KV_AUTO.items():
+        if stem.startswith(prefix) and run_date in dates:
+            out.append(("cache_dtype", "auto"))
+    return tuple(sorted(out))
+    for prefix, settings in RUN_SETTINGS.items():
         if stem.startswith(prefix):
             return settings
     return ()
@@ -305,7 +334,7 @@ def inferencex_points(path: Path, lengths: str = "inferencex") -> list[Point]:
             dep = Deployment(
                 scenario="aisimulate/" + a["scenario"],
                 parallel=RUN_LAYOUTS.get(f"{sweep}@{c}", RUN_LAYOUTS.get(sweep, ())),
-                compilation=run_compilation(stem, a["framework"]),
+                settings=run_settings(stem, a["framework"], str(a.get("source_run_date", ""))),
             )
             out.append(
                 Point(
@@ -361,8 +390,8 @@ def native(points: list[Point]) -> dict[str, Any]:
             "scenario": p.deployment.scenario,
             **({"parallel": dict(p.deployment.parallel)} if p.deployment.parallel else {}),
             **(
-                {"compilation": {k: list(v) if isinstance(v, tuple) else v for k, v in p.deployment.compilation}}
-                if p.deployment.compilation
+                {"settings": {k: list(v) if isinstance(v, tuple) else v for k, v in p.deployment.settings}}
+                if p.deployment.settings
                 else {}
             ),
             "engine": p.engine,

@@ -91,19 +91,31 @@ def test_an_unsplit_graph_without_the_vllm_set_is_recorded_not_guessed() -> None
 
 
 def test_a_runs_compilation_settings_open_its_own_step_model() -> None:
-    """Guards the run's settings being dropped on the way to the kernel: Deployment.compilation
+    """Guards the run's settings being dropped on the way to the kernel: Deployment.settings
     replaces the pool's cudagraph_mode and splitting_ops, changes the deployment's key, and
     is refused naming the setting when it is not one a run can state or is malformed."""
-    dep = Deployment(scenario=TWIN, compilation=(("cudagraph_mode", "FULL_DECODE_ONLY"), ("splitting_ops", ())))
+    dep = Deployment(scenario=TWIN, settings=(("cudagraph_mode", "FULL_DECODE_ONLY"), ("splitting_ops", ())))
     k = open_deployment(dep)
     assert (k.constants.graph_decode, k.constants.graph_other) == ("full", "eager")
     assert k.constants.host_eager_per_layer_s == pytest.approx(200e-6)
     assert dep.key() != Deployment(scenario=TWIN).key()
-    with pytest.raises(LatencyKernelError, match=r"compilation\.max_num_seqs"):
-        Deployment(scenario=TWIN, compilation=(("max_num_seqs", 8),))
-    with pytest.raises(LatencyKernelError, match=r"compilation\.splitting_ops"):
-        Deployment(scenario=TWIN, compilation=(("splitting_ops", "[]"),))
-    with pytest.raises(LatencyKernelError, match=r"compilation\.cudagraph_mode"):
-        Deployment(scenario=TWIN, compilation=(("cudagraph_mode", 3),))
+    with pytest.raises(LatencyKernelError, match=r"settings\.max_num_seqs"):
+        Deployment(scenario=TWIN, settings=(("max_num_seqs", 8),))
+    with pytest.raises(LatencyKernelError, match=r"settings\.splitting_ops"):
+        Deployment(scenario=TWIN, settings=(("splitting_ops", "[]"),))
+    with pytest.raises(LatencyKernelError, match=r"settings\.cudagraph_mode"):
+        Deployment(scenario=TWIN, settings=(("cudagraph_mode", 3),))
     with pytest.raises(LatencyKernelError, match="scenario"):
-        Deployment(build=(("hardware", "h100"), ("model", "m")), compilation=(("splitting_ops", ()),))
+        Deployment(build=(("hardware", "h100"), ("model", "m")), settings=(("splitting_ops", ()),))
+
+
+def test_a_runs_kv_cache_dtype_opens_its_own_step_model() -> None:
+    """Guards a run's KV dtype being dropped: settings.cache_dtype "auto" (the model's 16-bit
+    dtype) holds the cache at twice the fp8 twin's bytes per token, and a value that is not a
+    name is refused naming the setting."""
+    twin = "aisimulate/gpt-oss-120b-h200-fp4-vllm-tp2.yaml"  # states cache_dtype fp8
+    fp8 = open_deployment(Deployment(scenario=twin))
+    auto = open_deployment(Deployment(scenario=twin, settings=(("cache_dtype", "auto"),)))
+    assert auto.kv_bytes_per_token() == 2 * fp8.kv_bytes_per_token()
+    with pytest.raises(LatencyKernelError, match=r"settings\.cache_dtype"):
+        Deployment(scenario=twin, settings=(("cache_dtype", ""),))

@@ -215,21 +215,21 @@ def test_a_runs_parallel_layout_opens_its_own_step_model() -> None:
 
 def test_native_rows_carry_the_runs_compilation_settings() -> None:
     """Guards the run's cudagraph_mode and splitting_ops beside its scenario being lost or
-    mistyped: CSV compilation.* columns (splitting_ops as [] or names separated by commas) and
-    a JSON compilation object read into Deployment.compilation with splitting_ops a tuple; a row without
+    mistyped: CSV settings.* columns (splitting_ops as [] or names separated by commas) and
+    a JSON settings object read into Deployment.settings with splitting_ops a tuple; a row without
     them keeps (); a cell that is not a list is refused naming the column."""
-    head = "sweep,isl,osl,concurrency,scenario,compilation.cudagraph_mode,compilation.splitting_ops\n"
+    head = "sweep,isl,osl,concurrency,scenario,settings.cudagraph_mode,settings.splitting_ops\n"
     rows = "x,1000,1000,4,a.yaml,FULL_DECODE_ONLY,[]\ny,1000,1000,4,a.yaml,,\nz,1000,1000,4,a.yaml,,a::b, c::d\n"
     a, b, c = read_text(head + rows.replace("a::b, c::d", '"a::b, c::d"'), "eng.csv")
-    assert a.deployment.compilation == (("cudagraph_mode", "FULL_DECODE_ONLY"), ("splitting_ops", ()))
-    assert b.deployment.compilation == ()
-    assert c.deployment.compilation == (("splitting_ops", ("a::b", "c::d")),)
+    assert a.deployment.settings == (("cudagraph_mode", "FULL_DECODE_ONLY"), ("splitting_ops", ()))
+    assert b.deployment.settings == ()
+    assert c.deployment.settings == (("splitting_ops", ("a::b", "c::d")),)
     doc = '{"format": "latencykernel.measurements/1", "points": [{"sweep": "x", "isl": 1000, "osl": 1000, '
-    doc += '"concurrency": 4, "scenario": "a.yaml", "engine": "vllm", "compilation": {"splitting_ops": []}}]}'
+    doc += '"concurrency": 4, "scenario": "a.yaml", "engine": "vllm", "settings": {"splitting_ops": []}}]}'
     (d,) = read_text(doc, "eng.json")
-    assert d.deployment.compilation == (("splitting_ops", ()),) and d.engine == "vllm"  # the label stands
-    with pytest.raises(LatencyKernelError, match=r"compilation\.splitting_ops"):
+    assert d.deployment.settings == (("splitting_ops", ()),) and d.engine == "vllm"  # the label stands
+    with pytest.raises(LatencyKernelError, match=r"settings\.splitting_ops"):
         read_text(head + "x,1000,1000,4,a.yaml,NONE,[oops\n", "bad.csv")
     # the row's settings apply to the caller's scenario (--scenario)
-    (e,) = read_text("sweep,isl,osl,concurrency,compilation.splitting_ops\nx,1000,1000,4,[]\n", "cli.csv", DEP)
-    assert e.deployment.scenario == DEP.scenario and e.deployment.compilation == (("splitting_ops", ()),)
+    (e,) = read_text("sweep,isl,osl,concurrency,settings.splitting_ops\nx,1000,1000,4,[]\n", "cli.csv", DEP)
+    assert e.deployment.scenario == DEP.scenario and e.deployment.settings == (("splitting_ops", ()),)

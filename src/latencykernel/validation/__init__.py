@@ -48,18 +48,18 @@ __all__ = [
 
 def open_deployment(dep: Deployment, repos: Any = None) -> Any:
     """The step model of a deployment: ``latencykernel.open`` on its scenario (its first
-    pool's widths replaced by ``dep.parallel`` and its compilation settings by ``dep.compilation``,
+    pool's widths replaced by ``dep.parallel`` and its engine settings by ``dep.settings``,
     then built as a file is: ``new`` re-validates and refuses what vLLM would not start),
     else ``latencykernel.build`` on its arguments."""
     from latencykernel.inputs import open_inputs
     from latencykernel.kernel import build, new, open
 
-    if dep.scenario and (dep.parallel or dep.compilation):
+    if dep.scenario and (dep.parallel or dep.settings):
         inputs = open_inputs(dep.scenario, repos)
         pool = inputs.deployment.pools[inputs.pool]
         for k, v in dep.parallel:
             setattr(pool.parallel, k, v)
-        for k, v in dep.compilation:
+        for k, v in dep.settings:
             setattr(pool.engine, k, list(v) if isinstance(v, tuple) else v)
         return new(inputs)
     if dep.scenario:

@@ -20,15 +20,16 @@ from typing import Any
 from latencykernel.errors import LatencyKernelError
 from latencykernel.step_model import KV_RESERVATIONS
 
-__all__ = ["Stat", "Deployment", "Point", "METRICS", "STATS", "PARALLEL_KEYS", "COMPILATION_KEYS"]
+__all__ = ["Stat", "Deployment", "Point", "METRICS", "STATS", "PARALLEL_KEYS", "SETTINGS_KEYS"]
 
 METRICS = ("ttft", "tpot", "itl")
 STATS = ("mean", "median", "p99")
 # The parallel widths a run may state beside its scenario (``Deployment.parallel``).
 PARALLEL_KEYS = ("tp", "dp", "enable_expert_parallel")
-# The compilation settings a run may state beside its scenario (``Deployment.compilation``): vLLM's
-# ``compilation_config.cudagraph_mode`` and ``compilation_config.splitting_ops``.
-COMPILATION_KEYS = ("cudagraph_mode", "splitting_ops")
+# The engine settings a run may state beside its scenario (``Deployment.settings``): vLLM's
+# ``compilation_config.cudagraph_mode`` and ``compilation_config.splitting_ops``, and the KV
+# cache's dtype (``--kv-cache-dtype``; ``auto`` is the model's dtype).
+SETTINGS_KEYS = ("cudagraph_mode", "splitting_ops", "cache_dtype")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,19 +59,20 @@ class Deployment:
     ``parallel``: with a scenario, the run's parallel widths where they differ from the
     scenario's first pool (``tp``, ``dp``, ``enable_expert_parallel``; the pool is
     re-validated with them, so a layout vLLM would not start is refused as a file's is).
-    ``compilation``: with a scenario, the run's compilation settings where they differ from the
+    ``settings``: with a scenario, the run's engine settings where they differ from the
     pool's (``cudagraph_mode``, a mode name; ``splitting_ops``, a tuple of op names, empty
-    for a model compiled as one graph), applied and re-validated the same way."""
+    for a model compiled as one graph; ``cache_dtype``, a KV dtype name), applied and
+    re-validated the same way."""
 
     scenario: str | None = None
     build: tuple[tuple[str, Any], ...] = ()
     parallel: tuple[tuple[str, Any], ...] = ()
-    compilation: tuple[tuple[str, Any], ...] = ()
+    settings: tuple[tuple[str, Any], ...] = ()
 
     def key(self) -> str:
         if self.scenario:
             stated = [f"{k}={v}" for k, v in self.parallel] + [
-                f"{k}={list(v) if isinstance(v, tuple) else v}" for k, v in self.compilation
+                f"{k}={list(v) if isinstance(v, tuple) else v}" for k, v in self.settings
             ]
             if stated:
                 return self.scenario + "[" + ", ".join(stated) + "]"
@@ -89,18 +91,18 @@ class Deployment:
                     raise LatencyKernelError(f"build arguments need {need!r}; got {sorted(names)}")
         if self.parallel and not self.scenario:
             raise LatencyKernelError("parallel widths go with a scenario; with build arguments state tp, dp there")
-        if self.compilation and not self.scenario:
-            raise LatencyKernelError("compilation settings go with a scenario; with build arguments state them there")
-        for k, v in self.compilation:
-            if k not in COMPILATION_KEYS:
+        if self.settings and not self.scenario:
+            raise LatencyKernelError("engine settings go with a scenario; with build arguments state them there")
+        for k, v in self.settings:
+            if k not in SETTINGS_KEYS:
                 raise LatencyKernelError(
-                    f"compilation.{k} is not a setting a run can state; use {', '.join(COMPILATION_KEYS)}"
+                    f"settings.{k} is not a setting a run can state; use {', '.join(SETTINGS_KEYS)}"
                 )
-            if k == "cudagraph_mode":
+            if k in ("cudagraph_mode", "cache_dtype"):
                 if not isinstance(v, str) or not v:
-                    raise LatencyKernelError(f"compilation.cudagraph_mode must be a mode name, got {v!r}")
+                    raise LatencyKernelError(f"settings.{k} must be a name, got {v!r}")
             elif not isinstance(v, tuple) or not all(isinstance(op, str) and op for op in v):
-                raise LatencyKernelError(f"compilation.splitting_ops must be a list of op names, got {v!r}")
+                raise LatencyKernelError(f"settings.splitting_ops must be a list of op names, got {v!r}")
         for k, v in self.parallel:
             if k not in PARALLEL_KEYS:
                 raise LatencyKernelError(f"parallel.{k} is not a width a run can state; use {', '.join(PARALLEL_KEYS)}")

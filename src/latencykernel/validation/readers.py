@@ -16,9 +16,9 @@ native JSON / CSV (``docs/accuracy.md`` documents it): one row per point with ``
     ``--scheduler-recv-interval`` as the run set it), optional ``parallel.<key>`` columns
     (JSON: a ``parallel`` object) beside a ``scenario``: the run's ``tp``, ``dp`` and
     ``enable_expert_parallel`` where they differ from the scenario's, optional
-    ``compilation.<key>`` columns (JSON: a ``compilation`` object) beside a ``scenario``: the run's
-    ``cudagraph_mode`` and ``splitting_ops`` (a JSON list, or in CSV ``[]`` or names
-    separated by commas) where they differ from the scenario's.
+    ``settings.<key>`` columns (JSON: a ``settings`` object) beside a ``scenario``: the run's
+    ``cudagraph_mode``, ``splitting_ops`` (a JSON list, or in CSV ``[]`` or names
+    separated by commas) and ``cache_dtype`` where they differ from the scenario's.
     Definitions are vLLM's.
 ``vllm bench serve`` result JSON (vllm/benchmarks/serve.py, ``benchmark`` result dict):
     ``{mean,median,p99}_{ttft,tpot,itl}_ms`` are taken as they are; ISL/OSL are
@@ -114,10 +114,10 @@ def _section(row: Mapping[str, Any], name: str) -> dict[str, Any]:
     return out
 
 
-def _compilation(row: Mapping[str, Any], where: str) -> tuple[tuple[str, Any], ...]:
-    """A row's ``compilation`` settings (``Deployment.compilation``): ``splitting_ops`` as a tuple of op
+def _settings(row: Mapping[str, Any], where: str) -> tuple[tuple[str, Any], ...]:
+    """A row's ``settings`` settings (``Deployment.settings``): ``splitting_ops`` as a tuple of op
     names, from a JSON list or a CSV cell (``[]`` for none, else names separated by commas)."""
-    out = _section(row, "compilation")
+    out = _section(row, "settings")
     ops = out.get("splitting_ops")
     if isinstance(ops, str):
         cell = ops.strip()
@@ -125,7 +125,7 @@ def _compilation(row: Mapping[str, Any], where: str) -> tuple[tuple[str, Any], .
             try:
                 ops = json.loads(cell)
             except json.JSONDecodeError:
-                raise LatencyKernelError(f"{where}: compilation.splitting_ops {cell!r} is not a JSON list") from None
+                raise LatencyKernelError(f"{where}: settings.splitting_ops {cell!r} is not a JSON list") from None
         else:
             ops = [op.strip() for op in cell.split(",") if op.strip()]
     if isinstance(ops, list):
@@ -137,21 +137,21 @@ def _deployment(row: Mapping[str, Any], default: Deployment | None, where: str) 
     scenario = row.get("scenario") or None
     build = _section(row, "build")
     parallel = _section(row, "parallel")
-    compilation = _compilation(row, where)
+    settings = _settings(row, where)
     if scenario or build:
         return Deployment(
             scenario=str(scenario) if scenario else None,
             build=tuple(sorted(build.items())),
             parallel=tuple(sorted(parallel.items())),
-            compilation=compilation,
+            settings=settings,
         )
     if default is not None:
-        if parallel or compilation:  # the row's settings apply to the caller's scenario (refused with build arguments)
+        if parallel or settings:  # the row's settings apply to the caller's scenario (refused with build arguments)
             return Deployment(
                 scenario=default.scenario,
                 build=default.build,
                 parallel=tuple(sorted(parallel.items())),
-                compilation=compilation,
+                settings=settings,
             )
         return default
     raise LatencyKernelError(f"{where}: no deployment (give a scenario or build.* keys, or --scenario)")
