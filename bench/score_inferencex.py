@@ -238,14 +238,29 @@ KV_AUTO: dict[str, frozenset[str]] = {
 }
 
 
+# The CUDA-graph mode of the vLLM runs whose scripts state none: vLLM's default, which
+# v0.11.0 turned to FULL_AND_PIECEWISE ("This releases turns on FULL_AND_PIECEWISE as the
+# CUDA graph mode default", the v0.11.0 release notes). The 2025-10 Llama-3.1-70B Hopper
+# runs ran vllm/vllm-openai:v0.10.2 (.github/workflows/70b-tmpl.yml at 9596d23d7), whose
+# default is the twins' PIECEWISE; every vLLM run of 2026 ran v0.13.0 or later
+# (.github/configs/nvidia-master.yaml at the run dates). minimaxm2.5_fp8_h200.sh states
+# "cudagraph_mode": "PIECEWISE" from its 2026-05-30 version on (the 2026-06-05 runs).
+VLLM_DEFAULT_FULL_AND_PIECEWISE_SINCE = "2026-01-01"
+VLLM_STATED_PIECEWISE: dict[str, str] = {"minimax-m2.5-h200-fp8-vllm-": "2026-05-30"}
+
+
 def run_settings(stem: str, framework: str, run_date: str = "") -> tuple[tuple[str, Any], ...]:
     """The engine settings the sweep's run stated beside its twin: a vLLM run's compilation
-    settings (RUN_SETTINGS) and the KV dtype where the run took the engine's default (KV_AUTO)."""
+    settings (RUN_SETTINGS, else the CUDA-graph mode its vLLM took by default) and the KV
+    dtype where the run took the engine's default (KV_AUTO)."""
     out: list[tuple[str, Any]] = []
     if framework == "vllm":
         for prefix, settings in RUN_SETTINGS.items():
             if stem.startswith(prefix):
                 out.extend(settings)
+        stated = any(stem.startswith(p) and run_date >= d for p, d in VLLM_STATED_PIECEWISE.items())
+        if not out and not stated and run_date >= VLLM_DEFAULT_FULL_AND_PIECEWISE_SINCE:
+            out.append(("cudagraph_mode", "FULL_AND_PIECEWISE"))
     for prefix, dates in KV_AUTO.items():
         if stem.startswith(prefix) and run_date in dates:
             out.append(("cache_dtype", "auto"))
