@@ -23,6 +23,7 @@ scorer's ``RUN_LAYOUTS`` (bench/score_inferencex.py).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import subprocess
@@ -32,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from score_inferencex import REFERENCE, RUN_LAYOUTS, WORKLOADS  # the scorer beside this script: one home
+from score_inferencex import REFERENCE, WORKLOADS, run_layout  # the scorer beside this script: one home
 
 CONFIG = ".github/configs/nvidia-master.yaml"
 PREFIX = {
@@ -88,14 +89,19 @@ def rows_for(doc: Any, stem: str, label: str, clients: list[int]) -> list[dict[s
     return out
 
 
-def twin_layout(stem: str, sweep: str, clients: int) -> tuple[int, bool, int]:
-    """(tp, experts over the ranks, dp) a point is priced with: its twin's first pool, with
-    the scorer's RUN_LAYOUTS applied (the point's own "sweep@clients" entry first)."""
+@functools.cache
+def twin_widths(stem: str) -> tuple[tuple[str, Any], ...]:
+    """The twin scenario's first pool's widths (tp, dp, enable_expert_parallel)."""
     import latencykernel as lk
 
     par = lk.open_inputs(f"aisimulate/{stem}.yaml").deployment.pools[0].parallel
-    got = {"tp": par.tp, "dp": par.dp, "enable_expert_parallel": bool(par.enable_expert_parallel)}
-    got.update(dict(RUN_LAYOUTS.get(f"{sweep}@{clients}", RUN_LAYOUTS.get(sweep, ()))))
+    return (("tp", par.tp), ("dp", par.dp), ("enable_expert_parallel", bool(par.enable_expert_parallel)))
+
+
+def twin_layout(stem: str, sweep: str, clients: int) -> tuple[int, bool, int]:
+    """(tp, experts over the ranks, dp) a point is priced with: its twin's first pool, with
+    the scorer's run_layout applied."""
+    got = dict(twin_widths(stem)) | dict(run_layout(sweep, clients))
     return int(got["tp"]), bool(got["enable_expert_parallel"]), int(got["dp"])
 
 

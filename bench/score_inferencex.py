@@ -271,6 +271,12 @@ def run_settings(stem: str, framework: str, run_date: str = "") -> tuple[tuple[s
     return ()
 
 
+def run_layout(sweep: str, clients: int) -> tuple[tuple[str, Any], ...]:
+    """The widths a point's run stated beside its twin: its own "sweep@clients" entry of
+    RUN_LAYOUTS, else its sweep's, else none."""
+    return RUN_LAYOUTS.get(f"{sweep}@{clients}", RUN_LAYOUTS.get(sweep, ()))
+
+
 def sglang_recv_interval(stem: str, concurrency: int) -> int:
     """SGLang's --scheduler-recv-interval in the sweep's launch script (1: not set)."""
     rule = SGLANG_RECV_INTERVAL.get(stem)
@@ -348,7 +354,7 @@ def inferencex_points(path: Path, lengths: str = "inferencex") -> list[Point]:
             ttft_us = a["absolute_ttft_us"].get(c)
             dep = Deployment(
                 scenario="aisimulate/" + a["scenario"],
-                parallel=RUN_LAYOUTS.get(f"{sweep}@{c}", RUN_LAYOUTS.get(sweep, ())),
+                parallel=run_layout(sweep, int(c)),
                 settings=run_settings(stem, a["framework"], str(a.get("source_run_date", ""))),
             )
             out.append(

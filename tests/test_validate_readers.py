@@ -230,6 +230,9 @@ def test_native_rows_carry_the_runs_compilation_settings() -> None:
     assert d.deployment.settings == (("splitting_ops", ()),) and d.engine == "vllm"  # the label stands
     with pytest.raises(LatencyKernelError, match=r"settings\.splitting_ops"):
         read_text(head + "x,1000,1000,4,a.yaml,NONE,[oops\n", "bad.csv")
+    # a settings value that is not an object is refused, not silently dropped
+    with pytest.raises(LatencyKernelError, match="settings must be an object"):
+        read_text(doc.replace('{"splitting_ops": []}', '"FULL"'), "bad.json")
     # the row's settings apply to the caller's scenario (--scenario)
     (e,) = read_text("sweep,isl,osl,concurrency,settings.splitting_ops\nx,1000,1000,4,[]\n", "cli.csv", DEP)
     assert e.deployment.scenario == DEP.scenario and e.deployment.settings == (("splitting_ops", ()),)

@@ -102,11 +102,13 @@ def _build_value(key: str, raw: Any) -> Any:
 
 def _section(row: Mapping[str, Any], name: str) -> dict[str, Any]:
     """A row's ``name`` settings: a nested ``name`` object (JSON) and ``name.<key>`` columns
-    (CSV), typed as build values."""
+    (CSV), typed as build values; a ``name`` that is not an object is refused, not dropped."""
     out: dict[str, Any] = {}
     nested = row.get(name)
     if isinstance(nested, Mapping):
         out.update(nested)
+    elif nested not in (None, ""):
+        raise LatencyKernelError(f"{name} must be an object of {name}.<key> settings, got {nested!r}")
     prefix = name + "."
     for k, v in row.items():
         if isinstance(k, str) and k.startswith(prefix) and v not in (None, ""):
