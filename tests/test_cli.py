@@ -41,7 +41,11 @@ def test_memory_and_evidence_json() -> None:
     assert m["sequence_variable_bytes"] == 4096 * 35136
     assert m["max_sequences"] > 0
     e = json.loads(run("evidence", GUIDE, "--json").stdout)
-    assert [a["name"] for a in e["kernel_assumptions"]] == ["max_cudagraph_capture_size", "engine_version"]
+    assert [a["name"] for a in e["kernel_assumptions"]] == [
+        "max_cudagraph_capture_size",
+        "moe_routing_concentration",
+        "engine_version",
+    ]
     assert e["total"] == len(e["provenance"])
 
 

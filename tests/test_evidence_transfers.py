@@ -8,7 +8,9 @@ import math
 import pytest
 
 import latencykernel as lk
+from latencykernel.documents.coefficients import load_coefficient_set
 from latencykernel.kernel import KERNEL_ASSUMPTION_SET, Placement
+from latencykernel.repos import Repos
 
 GUIDE = "aisimulate/deepseek-v3-h200-fp8-sglang-tp8.yaml"
 DISAGG = "examples/deepseek-v3-h200-disagg.yaml"
@@ -20,9 +22,12 @@ def kernel() -> lk.Kernel:
     return lk.open(GUIDE)
 
 
-def test_guide_records_capture_size_and_engine_version_as_kernel_assumptions(kernel: lk.Kernel) -> None:
+def test_guide_records_capture_size_routing_and_engine_version_as_kernel_assumptions(kernel: lk.Kernel) -> None:
+    """Guards a default taken silently: the Go guide prints the capture size and the engine
+    version; the guide's deployment lists no cost-model-moe (D11), so the uniform routing its
+    experts are priced with is recorded too."""
     own = [o for o in kernel.provenance() if o.set == KERNEL_ASSUMPTION_SET]
-    assert [o.name for o in own] == ["max_cudagraph_capture_size", "engine_version"]
+    assert [o.name for o in own] == ["max_cudagraph_capture_size", "moe_routing_concentration", "engine_version"]
     assert all(o.method == "assumed" for o in own)
     assert own[0].scope.startswith("512:")  # min(256 x 1 x 2, 512)
 
@@ -30,13 +35,14 @@ def test_guide_records_capture_size_and_engine_version_as_kernel_assumptions(ker
 def test_evidence_matches_the_go_kernels_worked_numbers(kernel: lk.Kernel) -> None:
     """blis-kernel-spec §17 on the same deployment: "110 of 149 values rest on evidence; 38
     were assumed" — assumed 38, measured 93, not_charged 1, vendor_spec 17 (the guide's run on
-    a newer registry prints 113 of 155)."""
+    a newer registry prints 113 of 155) — plus the one kernel assumption the Go kernel does
+    not make (moe_routing_concentration absent: uniform routing, D11)."""
     measured, total, assumed = kernel.evidence()
-    assert (measured, total, len(assumed)) == (110, 149, 38)
+    assert (measured, total, len(assumed)) == (110, 149 + 1, 38 + 1)
     by_method: dict[str, int] = {}
     for o in kernel.provenance():
         by_method[o.method] = by_method.get(o.method, 0) + 1
-    assert by_method == {"assumed": 38, "measured": 93, "not_charged": 1, "vendor_spec": 17}
+    assert by_method == {"assumed": 38 + 1, "measured": 93, "not_charged": 1, "vendor_spec": 17}
 
 
 def test_evidence_counts_provenance(kernel: lk.Kernel) -> None:
@@ -53,6 +59,7 @@ def test_evidence_counts_provenance(kernel: lk.Kernel) -> None:
 def test_a_deployment_stating_everything_carries_only_the_capture_size() -> None:
     inputs = lk.open_inputs(GUIDE)
     inputs.scenario.engine_version = "0.31.0"
+    inputs.coefficients.append(load_coefficient_set(Repos.default().coefficient_path("cost-model-moe")))
     k = lk.new(inputs)
     names = [n for n, _, _ in k.assumptions()]
     assert names == ["max_cudagraph_capture_size"]

@@ -8,11 +8,12 @@ import math
 import random
 from fractions import Fraction
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from latencykernel.price.experts import experts_per_rank, experts_touched
+from latencykernel.price.experts import expert_miss_fraction, experts_per_rank, experts_touched
 from latencykernel.price.memory import (
     activation_peak_bytes,
     mamba2_state_bytes,
@@ -132,6 +133,66 @@ def test_experts_touched_degenerate_routing() -> None:
     assert experts_touched(1, 8, 8, 8) == 8.0  # top_k covers all experts
     assert experts_touched(1, 8, 9, 8) == 8.0
     assert experts_touched(1, 64, 8, 8) == pytest.approx(1.0, rel=1e-15)  # 8 · 8/64
+
+
+def gamma_mean_of_miss(tokens: float, q: float, alpha: float) -> float:
+    """E[q ** (w · tokens)] over expert popularity w ~ Gamma(shape alpha, mean 1), by
+    trapezoidal integration of the density on a fine logarithmic grid (an oracle independent
+    of the closed form)."""
+    t = np.linspace(math.log(1e-14), math.log(60.0), 400_001)  # w = e^t, dw = w dt
+    w = np.exp(t)
+    log_density = alpha * math.log(alpha) - math.lgamma(alpha) + (alpha - 1) * t - alpha * w
+    f = np.exp(log_density + w * tokens * math.log(q)) * w
+    return float(np.sum((f[1:] + f[:-1]) * np.diff(t)) / 2)
+
+
+@pytest.mark.parametrize(
+    ("tokens", "q", "alpha"),
+    [(1, 216 / 224, 1.75), (8, 216 / 224, 1.75), (64, 120 / 128, 2.0), (256, 248 / 256, 1.5), (32, 0.5, 3.0)],
+)
+def test_skewed_miss_fraction_is_the_gamma_mean(tokens, q, alpha) -> None:
+    """Guards the skewed form drifting from its stated derivation: the mean over a Gamma
+    popularity of the probability that every token misses an expert."""
+    assert expert_miss_fraction(tokens, q, alpha) == pytest.approx(gamma_mean_of_miss(tokens, q, alpha), rel=1e-6)
+
+
+def test_skewed_miss_fraction_tends_to_uniform_as_concentration_grows() -> None:
+    q = 216 / 224
+    for n in (1, 16, 128, 1024):
+        uniform = q**n
+        assert expert_miss_fraction(n, q, 0.0) == uniform  # 0 is uniform routing exactly
+        assert expert_miss_fraction(n, q, 1e8) == pytest.approx(uniform, rel=1e-5)
+
+
+def test_miss_fraction_edges() -> None:
+    assert expert_miss_fraction(0, 0.9, 1.75) == 1.0  # no tokens miss every expert
+    assert expert_miss_fraction(5, 0.0, 1.75) == 0.0  # q = 0: every token touches every expert
+    assert expert_miss_fraction(5, 0.9, -1.0) == 0.9**5  # no skew below zero
+    # alpha = 1 (exponential popularity): 1 / (1 + n · ln(1/q))
+    assert expert_miss_fraction(10, 0.5, 1.0) == pytest.approx(1 / (1 + 10 * math.log(2)), rel=1e-15)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    t1=st.integers(0, 5000),
+    t2=st.integers(0, 5000),
+    e=st.integers(2, 512),
+    k=st.integers(1, 16),
+    local=st.integers(1, 256),
+    a1=st.floats(0.05, 50.0),
+    a2=st.floats(0.05, 50.0),
+)
+def test_skewed_routing_touches_fewer_experts_and_stays_monotone(t1, t2, e, k, local, a1, a2) -> None:
+    """Guards the skewed law touching more experts than uniform routing (Jensen: the mean of
+    q ** (w·n) is at least q ** n), more skew touching more, or more tokens touching fewer."""
+    lo, hi = sorted((t1, t2))
+    skew, flat = sorted((a1, a2))
+    for a in (skew, flat):
+        x, y = experts_touched(lo, e, k, local, a), experts_touched(hi, e, k, local, a)
+        assert 0 <= x <= y * (1 + 1e-12) <= local * (1 + 1e-12)
+    uniform = experts_touched(hi, e, k, local)
+    assert experts_touched(hi, e, k, local, skew) <= experts_touched(hi, e, k, local, flat) * (1 + 1e-12)
+    assert experts_touched(hi, e, k, local, flat) <= uniform * (1 + 1e-12)
 
 
 # --------------------------------------------------------------------------------------

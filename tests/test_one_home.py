@@ -173,11 +173,17 @@ def test_fused_coefficients_are_the_laws(name: str) -> None:
                     dp_slice,
                 )
                 assert close(kc.routed_g * Y, routed / (c.peak_flops_per_s * ramp))
-                touched = experts_touched(T * funnel, c.total_experts, lp.top_k, c.experts_per_rank)
+                touched = experts_touched(
+                    T * funnel, c.total_experts, lp.top_k, c.experts_per_rank, c.moe_concentration
+                )
                 want = lp.expert_weight_bytes_per_expert / c.expert_tensor_shards * touched / c.hbm_bytes_per_s
-                q, z = kc.expert
+                q, z, a, r = kc.expert
                 assert q == expert_miss_probability(c.total_experts, lp.top_k)
-                assert close(z * (1.0 - q ** (T * funnel)), want)
+                if a > 0.0:  # the skewed form of expert_miss_fraction, its rate -ln q / alpha folded
+                    assert a == c.moe_concentration and close(r * a, -math.log(q))
+                    assert close(z * (1.0 - (1.0 + T * funnel * r) ** -a), want)
+                else:
+                    assert close(z * (1.0 - q ** (T * funnel)), want)
             if kc.attn is not None and kc.attn.hbm_s_per_read_token is None:
                 a = lp.primary
                 assert a is not None

@@ -35,7 +35,10 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "src" / "latencykernel" / "data" / "scenarios"
 DEFAULT_REFERENCE = ROOT.parent / "shared" / "reference" / "blis-latency-kernel" / "testdata" / "aisimulate"
 
-ALL_SETS = list(DEFAULT_COEFFICIENTS)  # the registry's six sets, in the order the twins list them
+ALL_SETS = list(DEFAULT_COEFFICIENTS)  # the registry's six sets and cost-model-moe, in the order the twins list them
+# Our own engine-independent set, written after cost-model-primitives into every twin but the Go
+# guide's (its entries are read only for models with routed experts).
+OWN_SETS = ["cost-model-moe"]
 ENGINE_ORDER = [
     "quantization",
     "cache_dtype",
@@ -243,6 +246,10 @@ def build_aisimulate(ref: Path) -> dict[str, str]:
         scen, dep, notes = read_reference(path)
         assert scen["name"] == path.stem == dep["name"], path
         engine = ENGINES.get(str(notes.get("engine", "")).lower())
+        if scen["name"] not in GO_GUIDE_DEPLOYMENTS:
+            sets = list(scen["coefficients"])
+            at = sets.index("cost-model-primitives") + 1 if "cost-model-primitives" in sets else len(sets)
+            scen["coefficients"] = sets[:at] + [s for s in OWN_SETS if s not in sets] + sets[at:]
         if engine and scen["name"] not in GO_GUIDE_DEPLOYMENTS:
             scen["engine"] = engine
             sets = list(scen["coefficients"])

@@ -53,6 +53,7 @@ __all__ = [
 DEFAULT_ENGINE_VERSION = "0.31.0"
 DEFAULT_COEFFICIENTS: tuple[str, ...] = (
     "cost-model-primitives",
+    "cost-model-moe",
     "cost-model-collectives",
     "cost-model-host-overheads",
     "cost-model-attention",

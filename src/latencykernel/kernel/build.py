@@ -102,6 +102,7 @@ def new(inputs: Inputs) -> Kernel:
         local_expert_share=experts.local_share,
         expert_tensor_shards=experts.tensor_shards,
         moe_imbalance=lifted.moe_imbalance,
+        moe_concentration=lifted.moe_concentration,
         attn_floor_s=lifted.attn_floor_s,
         attn_rate_bytes_per_s=lifted.attn_rate_bytes_per_s,
         attn_by_kind=lifted.attn_by_kind,

@@ -41,8 +41,8 @@ class StepConstants:
     linear_m_half          the ramp's half point for the dense linear layers (every GEMM but
                            the routed experts; ``gemm_m_half_linear_<dtype>``, else m_half)
     shape_aware, n_half, k_half   the shape-aware ramp's half points (``shape_efficiency``)
-    total_experts, experts_per_rank, local_expert_share, expert_tensor_shards, moe_imbalance
-                           routed-expert placement (``price.experts``)
+    total_experts, experts_per_rank, local_expert_share, expert_tensor_shards, moe_imbalance,
+    moe_concentration      routed-expert placement and routing skew (``price.experts``)
     attn_floor_s, attn_rate_bytes_per_s   the part-wide decode-attention pair
     attn_by_kind           the decode-attention pair per attention kind, where measured
     prefill_floor_s, prefill_scale        prefill-attention floor and efficiency scale
@@ -85,6 +85,7 @@ class StepConstants:
     local_expert_share: float
     expert_tensor_shards: int
     moe_imbalance: float
+    moe_concentration: float  # price.experts.expert_miss_fraction's α (0: uniform routing)
     # attention: (floor_s, rate_bytes_per_s) part-wide and per kind
     attn_floor_s: float
     attn_rate_bytes_per_s: float

@@ -90,12 +90,16 @@ class CollectiveCoefficients(NamedTuple):
 
 
 class ExpertCoefficients(NamedTuple):
-    """Routed weight read seconds = hbm_s · (1 − q^routed_tokens):
-    q = ``price.experts.expert_miss_probability``, hbm_s = one expert's weight bytes per
-    rank × local experts / HBM bandwidth (``experts_touched`` folded)."""
+    """Routed weight read seconds = hbm_s · (1 − miss(routed_tokens)), ``experts_touched``
+    folded: miss(n) = q ** n when alpha is 0, else (1 + n · rate) ** −alpha
+    (``price.experts.expert_miss_fraction``); q = ``expert_miss_probability``, alpha the
+    routing concentration, rate = −ln q / alpha; hbm_s = one expert's weight bytes per rank ×
+    local experts / HBM bandwidth."""
 
     q: float
     hbm_s: float
+    alpha: float
+    rate: float
 
 
 class SecondaryCoefficients(NamedTuple):
@@ -446,9 +450,10 @@ class FastPlan:
                 hid = 0.0
                 hbm = Wh + Eh * T
             if expert is not None:
-                q, Z = expert
+                q, Z, a, r = expert
                 rsm = R * Yd
-                rhbm = Z * (1.0 - q**nroute)  # price.experts.experts_touched
+                # price.experts.experts_touched (expert_miss_fraction folded)
+                rhbm = Z * (1.0 - (q**nroute if a <= 0.0 else (1.0 + nroute * r) ** -a))
             else:
                 rsm = rhbm = 0.0
             read = None

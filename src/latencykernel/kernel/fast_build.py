@@ -5,6 +5,8 @@ coefficient exactly), or returns None for a deployment the fused price does not 
 
 from __future__ import annotations
 
+import math
+
 from latencykernel.kernel.constants import CollectiveCost, StepConstants
 from latencykernel.kernel.fast import (
     T_DCP,
@@ -138,12 +140,16 @@ def _build(c: StepConstants) -> FastPlan:
                 * funnel
             )
             local = c.experts_per_rank
+            alpha = miss_rate = 0.0
             if local <= 0:
                 Z, q = 0.0, 0.0
-            else:  # price.experts.experts_touched: local · (1 − q^tokens), bytes per expert folded
+            else:  # price.experts.experts_touched: local · (1 − miss(tokens)), bytes per expert folded
                 Z = lp.expert_weight_bytes_per_expert / c.expert_tensor_shards * local / hbm_bw
                 q = expert_miss_probability(c.total_experts, lp.top_k)
-            expert = ExpertCoefficients(q, Z)
+                if q > 0.0 and c.moe_concentration > 0.0:  # expert_miss_fraction's skewed form
+                    alpha = c.moe_concentration
+                    miss_rate = -math.log(q) / alpha
+            expert = ExpertCoefficients(q, Z, alpha, miss_rate)
         rf = rinv = 0.0
         if lp.recurrent_kind and lp.recurrent_kind in c.recurrent_by_kind:
             rf, rr = c.recurrent_by_kind[lp.recurrent_kind]

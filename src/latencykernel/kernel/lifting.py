@@ -47,6 +47,7 @@ class Lifted(NamedTuple):
     prefill_scale: float
     recurrent_by_kind: dict[str, tuple[float, float]]
     moe_imbalance: float
+    moe_concentration: float
     host_launch_per_kernel_s: float
     host_replay_s: float
     host_eager_per_layer_s: float
@@ -161,6 +162,15 @@ def lift_coefficients(
             assumptions.add("moe_routing_imbalance_median", "absent", "priced routed experts as balanced")
         elif v > 0:
             imbalance = v
+    concentration = 0.0
+    if experts > 0:
+        v = coeffs.get("moe_routing_concentration")
+        if v is None:
+            assumptions.add(
+                "moe_routing_concentration", "absent", "priced the experts a batch touches for uniform routing"
+            )
+        else:
+            concentration = usable("moe_routing_concentration", v, positive=False)
     host_kernel = optional("host_launch_per_kernel", "per-kernel dispatch priced at zero") * US
     host_replay = optional("host_replay_graph_per_step", "CUDA-graph replay priced at zero") * US
     host_eager = optional("host_launch_eager_per_layer", "eager launches priced at zero") * US
@@ -185,6 +195,7 @@ def lift_coefficients(
         prefill_scale,
         rec,
         imbalance,
+        concentration,
         host_kernel,
         host_replay,
         host_eager,

@@ -217,7 +217,9 @@ def price_step(
             routed_bytes += (
                 lp.expert_weight_bytes_per_expert
                 / c.expert_tensor_shards
-                * experts_touched(int(routed_tokens + 0.5), c.total_experts, lp.top_k, c.experts_per_rank)
+                * experts_touched(
+                    int(routed_tokens + 0.5), c.total_experts, lp.top_k, c.experts_per_rank, c.moe_concentration
+                )
             )
             flops += T * lp.shared_expert_flops_per_token / tp
             weight_bytes += lp.shared_expert_weight_bytes / tp

@@ -252,7 +252,7 @@ def price_steps(
 
     # price.collective.collective_time_s of each graph collective
     ts = [_collective_s(floor, ipk, itr, Tf * mult) for floor, ipk, itr, mult, _nic in fp.colls]
-    pows: dict[float, Any] = {}
+    pows: dict[tuple[float, float], Any] = {}
     nroute = Tsafe * fp.funnel
     rows_nonlatent = None
     dec_kvf: Any = None
@@ -286,11 +286,15 @@ def price_steps(
             hbm = Wh + Eh * Tf
         rsm = rhbm = None
         if expert is not None:
-            q, Z = expert
-            if q not in pows:
-                pows[q] = _pow_table(q, nroute) if arr else q**nroute
+            q, Z, a, r = expert
+            mkey = (q, a)
+            if mkey not in pows:
+                if a <= 0.0:
+                    pows[mkey] = _pow_table(q, nroute) if arr else q**nroute
+                else:  # price.experts.expert_miss_fraction's skewed form, as fast.py
+                    pows[mkey] = (1.0 + nroute * r) ** -a
             rsm = R * Yd
-            rhbm = Z * (1.0 - pows[q])  # price.experts.experts_touched
+            rhbm = Z * (1.0 - pows[mkey])  # price.experts.experts_touched
         merged_floor = None
         if attn is not None:
             floor, coef, fb, spec, qhd, qhd_ps, window, launch, pf, secs = attn
