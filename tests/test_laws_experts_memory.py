@@ -102,14 +102,18 @@ def test_experts_touched_matches_enumeration_of_routings() -> None:
     assert cases > 150
 
 
+# two token counts, the experts, top-k and the local experts of one routing
+ROUTING = {
+    "t1": st.integers(0, 5000),
+    "t2": st.integers(0, 5000),
+    "e": st.integers(2, 512),
+    "k": st.integers(1, 16),
+    "local": st.integers(1, 256),
+}
+
+
 @settings(max_examples=300, deadline=None)
-@given(
-    t1=st.integers(0, 5000),
-    t2=st.integers(0, 5000),
-    e=st.integers(2, 512),
-    k=st.integers(1, 16),
-    local=st.integers(1, 256),
-)
+@given(**ROUTING)
 def test_experts_touched_bounded_and_monotone(t1, t2, e, k, local) -> None:
     lo, hi = sorted((t1, t2))
     a, b = experts_touched(lo, e, k, local), experts_touched(hi, e, k, local)
@@ -173,15 +177,7 @@ def test_miss_fraction_edges() -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(
-    t1=st.integers(0, 5000),
-    t2=st.integers(0, 5000),
-    e=st.integers(2, 512),
-    k=st.integers(1, 16),
-    local=st.integers(1, 256),
-    a1=st.floats(0.05, 50.0),
-    a2=st.floats(0.05, 50.0),
-)
+@given(**ROUTING, a1=st.floats(0.05, 50.0), a2=st.floats(0.05, 50.0))
 def test_skewed_routing_touches_fewer_experts_and_stays_monotone(t1, t2, e, k, local, a1, a2) -> None:
     """Guards the skewed law touching more experts than uniform routing (Jensen: the mean of
     q ** (w·n) is at least q ** n), more skew touching more, or more tokens touching fewer."""
