@@ -118,16 +118,22 @@ def _pick(cond: Any, a: Any, b: Any) -> Any:
     return np.where(cond, a, b)
 
 
-def _pow_table(q: float, n: np.ndarray) -> np.ndarray:
-    """q ** n for every entry, with Python's float power (as the scalar path) on the distinct n."""
+def _miss(q: float, a: float, r: float, k: float) -> float:
+    """price.experts.expert_miss_fraction as fast.py folds it: q ** k, or (1 + k·r) ** −a."""
+    return q**k if a <= 0.0 else (1.0 + k * r) ** -a
+
+
+def _miss_table(q: float, a: float, r: float, n: np.ndarray) -> np.ndarray:
+    """``_miss`` for every entry, with Python's float arithmetic (as the scalar path) on the
+    distinct n."""
     top = int(n.max())
     if top <= 1 << 20:
         present = np.flatnonzero(np.bincount(n, minlength=top + 1))
         table = np.zeros(top + 1)
-        table[present] = [q**k for k in present.tolist()]
+        table[present] = [_miss(q, a, r, k) for k in present.tolist()]
         return table[n]
     u, inv = np.unique(n, return_inverse=True)
-    return np.array([q**k for k in u.tolist()])[inv]
+    return np.array([_miss(q, a, r, k) for k in u.tolist()])[inv]
 
 
 def price_steps(
@@ -289,10 +295,7 @@ def price_steps(
             q, Z, a, r = expert
             mkey = (q, a)
             if mkey not in pows:
-                if a <= 0.0:
-                    pows[mkey] = _pow_table(q, nroute) if arr else q**nroute
-                else:  # price.experts.expert_miss_fraction's skewed form, as fast.py
-                    pows[mkey] = (1.0 + nroute * r) ** -a
+                pows[mkey] = _miss_table(q, a, r, nroute) if arr else _miss(q, a, r, nroute)
             rsm = R * Yd
             rhbm = Z * (1.0 - pows[mkey])  # price.experts.experts_touched
         merged_floor = None
