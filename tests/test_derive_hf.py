@@ -324,6 +324,35 @@ def test_minimax_m2_rejects_lightning_attention_layers() -> None:
         derive({**cfg, "attn_type_list": [0] + [1] * 61})
 
 
+def test_minimax_m2_cross_head_qk_norm_all_reduces_its_variances() -> None:
+    """Guards a missing collective: MiniMax-M2's QK norm (qk_norm_type per_layer) spans
+    every head of the tensor-sliced projection, so vLLM all-reduces the q and k variances
+    (two fp32 a token) after qkv_proj on every layer; a per-head norm, or none, has no
+    such collective."""
+    cfg = embedded_config("minimax-m2.5")
+    nodes = kind(derive(cfg), "attn_moe")
+    at = [n.get("role") for n in nodes].index("qk_norm_variance")
+    assert nodes[at - 1]["role"] == "qkv_proj" and nodes[at + 1]["op"] == "Attention"
+    assert nodes[at] == {"op": "AllReduce", "role": "qk_norm_variance", "emit": "tensor_parallel", "bytes_per_token": 8}
+    for variant in ({"qk_norm_type": "per_head"}, {"use_qk_norm": False}, {"use_qk_norm": None}):
+        other = kind(derive({**cfg, **variant}), "attn_moe")
+        assert "qk_norm_variance" not in [n.get("role") for n in other], variant
+        assert len(other) == len(nodes) - 1
+
+
+def test_unknown_qk_norm_type_is_refused_by_its_key() -> None:
+    cfg = embedded_config("minimax-m2.5")
+    with pytest.raises(DocumentError, match="qk_norm_type") as e:
+        derive({**cfg, "qk_norm_type": "per_group"})
+    assert e.value.key == "qk_norm_type" and e.value.value == "per_group"
+
+
+def test_minimax_m3_per_head_qk_norm_has_no_variance_reduce() -> None:
+    g = derive(embedded_config("minimax-m3"))
+    for lk in g["layer_kinds"]:
+        assert "qk_norm_variance" not in [n.get("role") for n in lk["nodes"]], lk["id"]
+
+
 def test_qwen35_hybrid_gdn_and_gated_attention() -> None:
     g = derive(embedded_config("qwen3.5-397b-a17b"))
     assert g["stack"] == {"pattern": ["gdn_moe", "gdn_moe", "gdn_moe", "attn_moe"], "repeat": 15}

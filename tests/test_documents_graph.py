@@ -105,6 +105,18 @@ def test_minimal_graph_loads_and_expands(tmp_path: Path) -> None:
         ("n_kv: 2", "n_kv: 32", "layer_kinds[0].nodes[2].n_kv", "n_kv 32 exceeds n_q 16"),
         ("emit: tensor_parallel}", "}", "layer_kinds[0].nodes[4].emit", "missing required key 'emit' for op AllReduce"),
         ("emit: tensor_parallel}", "emit: always}", "layer_kinds[0].nodes[4].emit", "'always' is not one of"),
+        (
+            "emit: tensor_parallel}",
+            "emit: tensor_parallel, bytes_per_token: 0}",
+            "layer_kinds[0].nodes[4].bytes_per_token",
+            "AllReduce bytes_per_token must be at least 1",
+        ),
+        (
+            "emit: tensor_parallel}",
+            "emit: tensor_parallel, bytes_per_token: -8}",
+            "layer_kinds[0].nodes[4].bytes_per_token",
+            "must be at least 0",
+        ),
         ("top_k: 8", "top_k: 200", "layer_kinds[1].nodes[0].top_k", "top_k 200 exceeds experts 128"),
         (
             "op: GEMM, role: qkv_proj",
@@ -145,6 +157,14 @@ def test_graph_defects(tmp_path: Path, old: str, new: str, key: str, text: str) 
     e = error(tmp_path, GRAPH.replace(old, new))
     assert e.key == key and text in str(e), str(e)
     assert str(e).startswith(str(graph_file(tmp_path, GRAPH.replace(old, new))) + ": ")
+
+
+@pytest.mark.parametrize("op", ["AllReduce", "AllGather", "ReduceScatter", "All2All"])
+def test_a_collective_states_its_message_per_token(op: str) -> None:
+    """Guards a collective whose message is not the hidden state (a norm's variances) being
+    refused or read as one: the key is accepted and kept."""
+    node = validate(Node, {"op": op, "emit": "tensor_parallel", "bytes_per_token": 8}, "<memory>")
+    assert node.bytes_per_token == 8
 
 
 def test_stack_that_expands_to_nothing(tmp_path: Path) -> None:

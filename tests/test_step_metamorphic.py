@@ -147,3 +147,56 @@ def test_editing_inputs_after_new_leaves_the_kernel_unchanged() -> None:
                     entry.ci95 = [x * 2 for x in entry.ci95]
     assert k.step_time(Batch.decode(32, 4096)) == before
     assert k.sequence_variable_bytes(64) // 64 == 35136
+
+
+# -- a graph's own collectives --------------------------------------------------------
+
+
+def _without_qk_norm_reduce(scenario: str) -> lk.Kernel:
+    """``scenario`` with the qk_norm_variance all-reduce taken out of its graph."""
+    inputs = lk.open_inputs(scenario)
+    for lk_kind in inputs.model.layer_kinds:
+        keep = [i for i, n in enumerate(lk_kind.nodes) if n.role != "qk_norm_variance"]
+        lk_kind.nodes = [lk_kind.nodes[i] for i in keep]
+        lk_kind.edges = [[a, a + 1] for a in range(len(keep) - 1)]
+    return lk.new(inputs)
+
+
+@pytest.mark.parametrize(
+    "scenario", ["aisimulate/minimax-m2.5-h200-fp8-vllm-tp4.yaml", "aisimulate/minimax-m2.5-h200-fp8-vllm-tp8.yaml"]
+)
+def test_a_cross_head_qk_norm_adds_one_small_all_reduce_a_layer(scenario: str) -> None:
+    """Guards the MiniMax-M2 QK-norm all-reduce going unpriced (fix 35, docs/accuracy.md) or
+    being priced as a hidden-state message: under TP it adds NVLink time and host launches
+    only, the NVLink part the same at every context (the message is 8 bytes a token, not the
+    KV) and well under the hidden-state all-reduces' (6,144 bytes a token); SM and HBM do
+    not move."""
+    with_reduce, without = lk.open(scenario), _without_qk_norm_reduce(scenario)
+    layers = 62
+    added_at: dict[int, float] = {}
+    for b, ctx in ((1, 1000), (16, 1000), (16, 8000), (512, 1000)):
+        batch = Batch.from_columns([1] * b, [ctx] * b, decode_threshold=8)
+        a, z = with_reduce.step_time(batch), without.step_time(batch)
+        for r in (Resource.SM, Resource.HBM):
+            assert a.per_resource[r] == z.per_resource[r], (b, ctx, r)
+        added_at[b] = (a.per_resource[Resource.NVLINK] - z.per_resource[Resource.NVLINK]) / layers
+        hidden = z.per_resource[Resource.NVLINK] / (2 * layers)  # two hidden-state all-reduces a layer
+        assert 0 < added_at[b] <= hidden, (b, ctx)
+        assert a.per_resource[Resource.HOST] > z.per_resource[Resource.HOST]
+        assert a.no_overlap > z.no_overlap
+    # 512 tokens send 4 KB of variances against 3 MB of hidden state: latency-bound
+    assert added_at[512] < 1.05 * added_at[1] and added_at[512] < 0.25 * hidden
+    same_tokens = [
+        with_reduce.step_time(Batch.from_columns([1] * 16, [c] * 16, decode_threshold=8)).per_resource[Resource.NVLINK]
+        - without.step_time(Batch.from_columns([1] * 16, [c] * 16, decode_threshold=8)).per_resource[Resource.NVLINK]
+        for c in (500, 4000, 16000)
+    ]
+    assert max(same_tokens) - min(same_tokens) < 1e-12
+
+
+def test_a_cross_head_qk_norm_is_free_without_tensor_parallelism() -> None:
+    """At TP1 the norm's variances are whole on the one rank: no collective, no launch."""
+    scenario = "aisimulate/minimax-m2.5-b200-fp4-vllm-tp1.yaml"
+    batch = Batch.from_columns([1] * 8 + [512], [2000] * 8 + [0], decode_threshold=8)
+    a, z = lk.open(scenario).step_time(batch), _without_qk_norm_reduce(scenario).step_time(batch)
+    assert a.no_overlap == z.no_overlap and a.per_resource == z.per_resource

@@ -232,11 +232,14 @@ def _plan_nodes(
             # KNOWN DIVERGENCE D12: a TP all-reduce and the RMSNorm after it are priced as two
             # kernels where vLLM fuses them by default (TP > 1, Hopper/Blackwell). See
             # docs/divergences.md.
-            lp.collectives.append(PlannedCollective(Op(op), Group.TP, hidden * ACTIVATION_BYTES, False))
+            # the message a token adds: the node's own (e.g. a norm's variances) or the hidden state
+            per_token = float(_get(node, "bytes_per_token", 0)) or hidden * ACTIVATION_BYTES
+            lp.collectives.append(PlannedCollective(Op(op), Group.TP, per_token, False))
         elif op == "All2All":
             # KNOWN DIVERGENCE D2: dispatch priced at 16 bits even where a quantized MoE kernel
             # sends fp8/fp4 activations (about 2x on w8a8 dispatch). See docs/divergences.md.
-            lp.collectives.append(PlannedCollective(Op.ALL2ALL, Group.EXPERT, hidden * ACTIVATION_BYTES, True))
+            per_token = float(_get(node, "bytes_per_token", 0)) or hidden * ACTIVATION_BYTES
+            lp.collectives.append(PlannedCollective(Op.ALL2ALL, Group.EXPERT, per_token, True))
 
 
 def build_plan(

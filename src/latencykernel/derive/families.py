@@ -24,6 +24,7 @@ from latencykernel.derive.nodes import (
     moe_mlp,
     norm,
     plain_mlp,
+    qk_norm_variance,
     recurrent,
 )
 from latencykernel.errors import DocumentError
@@ -37,6 +38,7 @@ __all__ = [
     "gpt2",
     "qwen_hybrid",
     "attention_kinds",
+    "cross_head_qk_norm",
 ]
 
 
@@ -78,8 +80,26 @@ def attention_kinds(c: ConfigView) -> list[tuple[str, int | None]]:
     return [("swa", w)] * n
 
 
-def _attn(c: ConfigView, kind: str, window: int | None) -> list[Node]:
-    return gqa_attention(c.hidden, c.n_q, c.n_kv, c.head_dim, kind=kind, window=window)
+def _attn(c: ConfigView, kind: str, window: int | None, cross_head_qk_norm: bool = False) -> list[Node]:
+    return gqa_attention(
+        c.hidden, c.n_q, c.n_kv, c.head_dim, kind=kind, window=window, cross_head_qk_norm=cross_head_qk_norm
+    )
+
+
+QK_NORM_TYPES = ("per_head", "per_layer")
+
+
+def cross_head_qk_norm(c: ConfigView) -> bool:
+    """True when the config's QK norm spans every head of the projection (MiniMax's
+    ``use_qk_norm`` with ``qk_norm_type: per_layer``), which tensor parallelism splits, so
+    the norm's variance is all-reduced (``nodes.qk_norm_variance``); ``per_head`` (absent:
+    per head, as Qwen3's) normalises within a head and needs no collective."""
+    if not c.flag("use_qk_norm", False):
+        return False
+    kind = c.get("qk_norm_type", "per_head")
+    if kind not in QK_NORM_TYPES:
+        raise c._bad("qk_norm_type", f"must be one of {', '.join(QK_NORM_TYPES)}", kind)
+    return bool(kind == "per_layer")
 
 
 def dense_gqa(ctx: HandlerInput) -> Derived:
@@ -167,6 +187,7 @@ def minimax_m2(ctx: HandlerInput) -> Derived:
             "attn_type_list", "marks lightning-attention layers (MiniMax-01), which this deriver does not model", types
         )
     shared_inter = c.count("shared_intermediate_size", 0)
+    qk_reduce = cross_head_qk_norm(c)
     layers = []
     for _ in range(c.layers):
         mlp = moe_mlp(
@@ -178,7 +199,7 @@ def minimax_m2(ctx: HandlerInput) -> Derived:
             shared_inter=shared_inter or None,
             weight_dtype=ctx.expert_dtype,
         )
-        layers.append(Layer("attn_moe", _attn(c, "gqa", None) + mlp))
+        layers.append(Layer("attn_moe", _attn(c, "gqa", None, qk_reduce) + mlp))
     return Derived(layers)
 
 
@@ -217,6 +238,7 @@ def minimax_m3(ctx: HandlerInput) -> Derived:
         )
     else:
         sparse_flags = [0] * n
+    qk_reduce = cross_head_qk_norm(c)
     layers: list[Layer] = []
     for i in range(n):
         if sparse_flags[i]:
@@ -230,6 +252,7 @@ def minimax_m3(ctx: HandlerInput) -> Derived:
             attn = [
                 norm("input_norm"),
                 gemm("qkv_proj", (c.n_q + 2 * c.n_kv) * c.head_dim, hidden),
+                *([qk_norm_variance()] if qk_reduce else []),
                 gemm("index_qk_proj", idx_heads * idx_dim + idx_dim, hidden),
                 attention("gqa", idx_heads, 1, idx_dim, role="block_index_scores"),
                 attention("swa", c.n_q, c.n_kv, c.head_dim, window=window),
@@ -237,7 +260,7 @@ def minimax_m3(ctx: HandlerInput) -> Derived:
                 attn_out(),
             ]
         else:
-            attn = _attn(c, "gqa", None)
+            attn = _attn(c, "gqa", None, qk_reduce)
         if moe_flags[i]:
             shared = c.count("n_shared_experts", 0)
             mlp = moe_mlp(

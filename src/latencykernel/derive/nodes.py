@@ -7,6 +7,9 @@ The conventions (observations on the catalog's generated graphs, catalog-schemas
 * linear-chain layers; norms are ``Elementwise``;
 * dense attention: ``qkv_proj`` n=(n_q+2 n_kv)·d_h, k=hidden; ``o_proj`` n=hidden,
   k=n_q·d_h; ``AllReduce attn_out`` emitted under tensor parallelism;
+* a QK norm over the whole (tensor-sliced) projection rather than per head (MiniMax-M2's
+  ``qk_norm_type: per_layer``): ``AllReduce qk_norm_variance`` of 8 bytes a token (the q
+  and k variances in fp32) after ``qkv_proj``, emitted under tensor parallelism;
 * dense gated MLP: ``mlp_gate_up`` n=2·inter, ``mlp_down``, ``AllReduce mlp_out`` emitted
   ``tensor_parallel_unless_sp_moe``;
 * MoE: ``GroupedGEMM experts`` (n = per-expert inner width, k = hidden; one node stands for
@@ -26,6 +29,8 @@ __all__ = [
     "attn_out",
     "mlp_out",
     "mixer_out",
+    "qk_norm_variance",
+    "QK_NORM_VARIANCE_BYTES",
     "gqa_attention",
     "dense_mlp",
     "plain_mlp",
@@ -79,6 +84,22 @@ def mixer_out() -> Node:
     return _collective("AllReduce", "mixer_out", "tensor_parallel")
 
 
+QK_NORM_VARIANCE_BYTES = 8  # one fp32 mean square each for q and k, per token
+
+
+def qk_norm_variance() -> Node:
+    """The all-reduce a cross-head QK norm needs under tensor parallelism: each rank holds a
+    slice of the q (and k) projection, so the mean square the norm divides by is summed over
+    ranks first. vLLM (vllm/model_executor/layers/mamba/linear_attn.py,
+    ``MiniMaxText01RMSNormTP.forward_qk``, called from minimax_m2.py
+    ``MiniMaxM2Attention.forward``) reduces the two per-token variances in one
+    ``tensor_model_parallel_all_reduce`` when TP > 1 (one call since vLLM PR #31493;
+    SGLang's minimax_m2 likewise since sgl-project/sglang#14416)."""
+    node = _collective("AllReduce", "qk_norm_variance", "tensor_parallel")
+    node["bytes_per_token"] = QK_NORM_VARIANCE_BYTES
+    return node
+
+
 def gqa_attention(
     hidden: int,
     n_q: int,
@@ -88,16 +109,20 @@ def gqa_attention(
     kind: str = "gqa",
     window: int | None = None,
     q_width: int | None = None,
+    cross_head_qk_norm: bool = False,
 ) -> list[Node]:
-    """``input_norm, qkv_proj, Attention, o_proj, AllReduce attn_out``.
+    """``input_norm, qkv_proj, [AllReduce qk_norm_variance,] Attention, o_proj, AllReduce attn_out``.
 
     ``q_width`` overrides the query projection's output width (n_q·d_h) for models whose
     q_proj also emits an output gate (Qwen3.5 / Qwen3-Next: 2·n_q·d_h).
+    ``cross_head_qk_norm`` adds the variance all-reduce of a QK norm taken over all heads
+    (``qk_norm_variance``); a per-head QK norm needs none and is not written.
     """
     q = n_q * d_h if q_width is None else q_width
     return [
         norm("input_norm"),
         gemm("qkv_proj", q + 2 * n_kv * d_h, hidden),
+        *([qk_norm_variance()] if cross_head_qk_norm else []),
         attention(kind, n_q, n_kv, d_h, window=window if kind == "swa" else None),
         gemm("o_proj", hidden, n_q * d_h),
         attn_out(),

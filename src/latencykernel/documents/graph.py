@@ -90,7 +90,8 @@ OP_KEYS: dict[str, tuple[str, ...]] = {
         "state_dtype",
     ),
     "Elementwise": ("bytes_per_token",),
-    **{c: () for c in COLLECTIVES},
+    # a collective's message per token; absent: hidden_size x 16-bit activations
+    **{c: ("bytes_per_token",) for c in COLLECTIVES},
 }
 _REQUIRED: dict[str, tuple[str, ...]] = {
     "GEMM": ("n", "k"),
@@ -134,7 +135,7 @@ class Node(StrictModel):
     conv_kernel: PosInt | None = None
     intermediate_size: PosInt | None = None
     state_dtype: Dtype | None = None
-    # Elementwise
+    # Elementwise; collectives (the message per token)
     bytes_per_token: NonNegInt | None = None
 
     @model_validator(mode="after")
@@ -180,6 +181,12 @@ class Node(StrictModel):
             for key in ("n_groups", "conv_kernel", "intermediate_size"):
                 if getattr(self, key) is None:
                     raise Invalid(f"missing required key '{key}' for a mamba2 RecurrentUpdate", key=key)
+        elif op in COLLECTIVES and self.bytes_per_token == 0:
+            raise Invalid(
+                f"{op} bytes_per_token must be at least 1 (leave it out for the hidden state at 16 bits)",
+                key="bytes_per_token",
+                value=0,
+            )
         return self
 
 
