@@ -381,16 +381,23 @@ def inferencex_points(path: Path, lengths: str = "inferencex") -> list[Point]:
 
 def report_points(path: Path, testdata: Path) -> list[Point]:
     """scoreable.json points with stated ISL/OSL and concurrency (ITL read as TPOT: the
-    reports' ITL is a per-request mean over a fixed-concurrency run)."""
+    reports' ITL is a per-request mean over a fixed-concurrency run). Each is priced on the
+    embedded twin of its reference scenario (``reports/<name>.yaml``, tools/gen_scenarios.py
+    REPORT_SCENARIOS) where there is one, else on the reference file itself."""
+    from latencykernel.repos import Repos
+
+    scenarios = Repos.default().scenarios
     out = []
     for r in json.loads(path.read_text()):
         if r.get("isl") is None or r.get("osl") is None:
             continue
         stem = r["scenario"].removesuffix(".yaml")
+        twin = f"reports/{r['scenario']}"
+        scenario = twin if (scenarios / twin).is_file() else str(testdata / r["scenario"])
         out.append(
             Point(
                 sweep=f"{stem}/{r['series']}",
-                deployment=Deployment(scenario=str(testdata / r["scenario"])),
+                deployment=Deployment(scenario=scenario),
                 isl=float(r["isl"]),
                 osl=float(r["osl"]),
                 concurrency=int(r["concurrency"]),
@@ -398,9 +405,40 @@ def report_points(path: Path, testdata: Path) -> list[Point]:
                 ttft=Stat(mean=float(r["ttft_ms"]) * 1e-3) if r.get("ttft_ms") else Stat(),
                 engine="vllm",
                 source=f"report {r['report']}",
+                # the report's prefix cache hit rate (hit_pct, per cent of prompt tokens)
+                prefix_hit_rate=min(float(r.get("hit_pct") or 0.0) / 100.0, 0.999),
             )
         )
     return out
+
+
+def report_unstated(path: Path) -> dict[str, int]:
+    """scoreable.json series left unscored because they state no ISL/OSL (only token rates):
+    series -> number of points."""
+    out: dict[str, int] = {}
+    for r in json.loads(path.read_text()):
+        if r.get("isl") is None or r.get("osl") is None:
+            key = f"{r['scenario'].removesuffix('.yaml')}/{r['series']}"
+            out[key] = out.get(key, 0) + 1
+    return out
+
+
+def report_table(scored: list[Any]) -> str:
+    """One line per report point: measured and predicted mean TPOT (the report's ITL) and
+    TTFT, or why the point is not priced."""
+    lines = [f"{'series':40s} {'c':>5s} {'isl':>7s} {'tpot m':>8s} {'tpot p':>8s} {'ttft m':>9s} {'ttft p':>9s}"]
+    for s in scored:
+        p = s.point
+        head = f"{p.sweep:40s} {p.concurrency:5d} {p.isl:7.0f}"
+        if s.prediction is None:
+            lines.append(f"{head}  not priced: {s.error}")
+            continue
+        cells = []
+        for m in ("tpot", "ttft"):
+            meas, pred = getattr(p, m).mean, getattr(s.prediction, m).mean
+            cells += [f"{meas * 1e3:8.2f}" if meas else f"{'-':>8s}", f"{pred * 1e3:8.2f}" if pred else f"{'-':>8s}"]
+        lines.append(f"{head} {cells[0]} {cells[1]} {cells[2]:>9s} {cells[3]:>9s} (ms)")
+    return "\n".join(lines)
 
 
 def native(points: list[Point]) -> dict[str, Any]:
@@ -435,6 +473,8 @@ def native(points: list[Point]) -> dict[str, Any]:
             row["kv_reservation"] = p.kv_reservation
         if p.scheduler_recv_interval:
             row["scheduler_recv_interval"] = p.scheduler_recv_interval
+        if p.prefix_hit_rate:
+            row["prefix_hit_rate"] = p.prefix_hit_rate
         for m in METRICS:
             for st in STATS:
                 v = getattr(p, m).get(st)
@@ -542,10 +582,9 @@ def main(argv: list[str] | None = None) -> None:
         print(summary_table(sel, "ttft mean", "point", f"TTFT level, every point ({name})", by))
     print("\n---------- report points (scoreable.json, stated ISL/OSL) ----------")
     print(f"{headline(rp)}")
-    for s in rp:
-        if s.prediction is None:
-            print(f"not priced: {s.point.sweep}: {s.error}")
-            break
+    print(report_table(rp))
+    for series, n in report_unstated(meas / "scoreable.json").items():
+        print(f"not scored: {series} ({n} points): no stated ISL/OSL")
     if args.points:
         print(point_table(rep.scored))
     if args.plot:

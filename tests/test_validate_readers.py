@@ -170,6 +170,17 @@ def test_native_rows_carry_the_runs_recv_interval() -> None:
         read_text(head + "x,1000,1000,4,a.yaml,2.5\n", "bad.csv")
 
 
+def test_native_rows_carry_the_runs_prefix_hit_rate() -> None:
+    """Guards a measured prefix cache hit rate beside the measurements: read into the point,
+    absent is 0, and a value outside [0, 1) is refused naming the column."""
+    head = "sweep,isl,osl,concurrency,scenario,prefix_hit_rate\n"
+    a, b = read_text(head + "x,8000,500,4,a.yaml,0.61\ny,8000,500,4,a.yaml,\n", "hits.csv")
+    assert (a.prefix_hit_rate, b.prefix_hit_rate) == (0.61, 0.0)
+    for bad in ("1.0", "-0.2", "lots"):
+        with pytest.raises(LatencyKernelError, match="prefix_hit_rate"):
+            read_text(head + f"x,8000,500,4,a.yaml,{bad}\n", "bad.csv")
+
+
 def test_native_rows_carry_the_runs_parallel_layout() -> None:
     """Guards the run's widths beside its scenario (a run laid out otherwise than the twin):
     parallel.* columns and a JSON parallel object read into the deployment, typed; a row

@@ -519,3 +519,76 @@ def test_a_runs_recv_interval_reaches_both_predictors(monkeypatch: pytest.Monkey
     serving_prediction(None, Point("x", dep, 1000, 1000, concurrency=4, scheduler_recv_interval=10))
     serving_prediction(None, Point("x", dep, 1000, 1000, concurrency=4))
     assert seen[0]["scheduler_recv_interval"] == 10 and "scheduler_recv_interval" not in seen[1]
+
+
+# -- prefix cache hits and the context window ---------------------------------------------
+
+
+@pytest.mark.parametrize("isl", [1, 2, 17, 1000, 8015])
+@pytest.mark.parametrize("rate", [0.0, 0.1, 0.5, 0.538, 0.9, 0.999])
+def test_cached_prompt_tokens_floor_and_the_recomputed_last_token(isl: int, rate: float) -> None:
+    """Guards the cached count against the workload's rule (floor(isl x rate), as
+    serving.workload counts cached prefix tokens) and vLLM's cap: the last prompt token is
+    always computed, for its logits."""
+    from latencykernel.validation.predict import cached_prompt_tokens
+
+    got = cached_prompt_tokens(isl, rate)
+    assert got == min(int(isl * rate), isl - 1)
+    assert 0 <= got < isl
+
+
+def test_prefix_hits_shorten_the_prompt_the_closed_form_computes() -> None:
+    """Guards a measured prefix hit rate being ignored (the Granite-5 report points hit
+    54-91 % of prompt tokens): the prompt's steps start after the cached tokens, so TTFT and
+    the interleaved prefill in TPOT fall as the rate rises, and rate 0 is the old answer."""
+    sc = "aisimulate/llama-3.1-70b-instruct-h200-fp8-vllm-tp8.yaml"
+    k = lk.open(sc)
+    dep = Deployment(scenario=sc)
+    for c in (1, 4, 16):
+        got = [
+            closed_form_prediction(k, Point("x", dep, 8000, 500, concurrency=c, prefix_hit_rate=h))
+            for h in (0.0, 0.25, 0.5, 0.9)
+        ]
+        ttft = [g.ttft.mean for g in got]
+        tpot = [g.tpot.mean for g in got]
+        assert ttft == sorted(ttft, reverse=True) and ttft[0] > ttft[-1], c
+        assert tpot == sorted(tpot, reverse=True), c
+        assert got[0] == closed_form_prediction(k, Point("x", dep, 8000, 500, concurrency=c))
+    # at one request the prompt's own steps are the chunks after the cached prefix
+    p = closed_form_prediction(k, Point("x", dep, 8000, 500, concurrency=1, prefix_hit_rate=0.5))
+    step = k.step_time(Batch.decode(1, 8250)).no_overlap + k.output_token_overhead()
+    rest = k.step_time(Batch.from_columns([4000], [4000], decode_threshold=8)).no_overlap
+    assert p.ttft.mean == pytest.approx(k.admission_overhead(8000) + step / 2 + rest, rel=1e-9)
+
+
+@pytest.mark.parametrize("rate", [-0.1, 1.0, 1.5])
+def test_a_prefix_hit_rate_outside_zero_to_one_is_refused(rate: float) -> None:
+    with pytest.raises(LatencyKernelError, match="prefix_hit_rate"):
+        Point("x", DEP, 1000, 100, concurrency=1, prefix_hit_rate=rate)
+
+
+def test_serving_prediction_serves_the_runs_prefix_hits() -> None:
+    """Guards the serving predictor dropping a point's prefix hit rate: the simulated
+    requests carry it as cached prompt tokens, so TTFT falls."""
+    sc = "aisimulate/llama-3.1-70b-instruct-h200-fp8-vllm-tp8.yaml"
+    k = lk.open(sc)
+    dep = Deployment(scenario=sc)
+    cold = serving_prediction(k, Point("x", dep, 8000, 64, concurrency=2))
+    warm = serving_prediction(k, Point("x", dep, 8000, 64, concurrency=2, prefix_hit_rate=0.75))
+    assert cold.ttft.mean is not None and warm.ttft.mean is not None
+    assert warm.ttft.mean < 0.7 * cold.ttft.mean
+
+
+def test_the_closed_form_refuses_a_request_longer_than_max_model_len() -> None:
+    """Guards the closed form pricing a point vLLM would reject (the serving simulation
+    refuses it): prompt + output beyond max_model_len is refused naming the setting."""
+    sc = "aisimulate/llama-3.1-70b-instruct-h200-fp8-vllm-tp8.yaml"
+    k = lk.open(sc)
+    mml = int(k.limits().max_model_len)
+    dep = Deployment(scenario=sc)
+    assert closed_form_prediction(k, Point("x", dep, mml - 100, 100, concurrency=1)).tpot.mean
+    with pytest.raises(LatencyKernelError, match="max_model_len") as e:
+        closed_form_prediction(k, Point("x", dep, mml - 100, 101, concurrency=1))
+    assert getattr(e.value, "setting", None) == "max_model_len"
+    scored = score_points([Point("x", dep, mml, 200, concurrency=1)], closed_form_prediction, lambda d: k)
+    assert scored.scored[0].prediction is None and "max_model_len" in (scored.scored[0].error or "")

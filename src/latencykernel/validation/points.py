@@ -146,6 +146,9 @@ class Point:
     scheduler_recv_interval: SGLang's ``--scheduler-recv-interval`` as the run set it: the
                   scheduler takes new requests in only every that many decode steps
                   (``predict.recv_wait_s``); 0 = the engine's default, every step
+    prefix_hit_rate: the share of prompt tokens the run's prefix cache served, as measured
+                  (in [0, 1)); a prompt computes only the rest
+                  (``predict.cached_prompt_tokens``); 0 = no hits
     """
 
     sweep: str
@@ -168,12 +171,15 @@ class Point:
     max_num_batched_tokens: int = 0
     kv_reservation: str = ""
     scheduler_recv_interval: int = 0
+    prefix_hit_rate: float = 0.0
 
     def __post_init__(self) -> None:
         if not (self.isl >= 1):
             raise LatencyKernelError(f"isl must be at least 1 token, got {self.isl!r} (sweep {self.sweep!r})")
         if not (self.osl >= 1):
             raise LatencyKernelError(f"osl must be at least 1 token, got {self.osl!r} (sweep {self.sweep!r})")
+        if not (0.0 <= self.prefix_hit_rate < 1.0):
+            raise LatencyKernelError(f"prefix_hit_rate must be in [0, 1), got {self.prefix_hit_rate!r}")
         if not (0.0 <= self.range_ratio < 1.0):
             raise LatencyKernelError(f"range_ratio must be in [0, 1), got {self.range_ratio!r}")
         if not (isinstance(self.batch_wait_timeout_iters, int) and self.batch_wait_timeout_iters >= 0):

@@ -19,6 +19,10 @@ the one ``validate`` uses, so switching is one line:
                reserves KV to completion, ``limits().kv_reservation``, or the run's,
                ``Point.kv_reservation``); the rest wait
       ctx    = isl + osl / 2                          a mid-decode context
+               (a point's measured prefix_hit_rate h: its prompts' chunks start after
+               floor(h · isl) cached tokens, ``cached_prompt_tokens``; the admission
+               still tokenises the whole prompt; a request longer than max_model_len is
+               refused, as vLLM rejects it)
       D      = step(b decodes at ctx) + host per output token
       M      = step(b − 1 decodes + the prompt's chunks) − step(b − 1 decodes)
                the extra a prefill adds to the step it shares (chunks of
@@ -59,7 +63,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from latencykernel.batch import Batch
-from latencykernel.errors import LatencyKernelError
+from latencykernel.errors import LatencyKernelError, RefusedError
 from latencykernel.resolve.startup import check_scheduler_limits
 from latencykernel.validation.points import Point, Stat
 
@@ -67,6 +71,7 @@ __all__ = [
     "Prediction",
     "Predictor",
     "closed_form_prediction",
+    "cached_prompt_tokens",
     "prefill_queue_s",
     "wave_queue_s",
     "batch_wait_s",
@@ -104,9 +109,20 @@ def _step_s(model: Any, scheduled: list[int], computed: list[int], threshold: in
     return float(est.no_overlap)
 
 
-def _chunks(isl: int, budget: int) -> list[tuple[int, int]]:
-    """(scheduled, computed) of each chunk of an isl-token prompt under a token budget."""
-    out, done = [], 0
+def cached_prompt_tokens(isl: float, prefix_hit_rate: float) -> int:
+    """Prompt tokens a prefix cache serves at ``prefix_hit_rate``, as the serving
+    workload counts them (``floor(isl x rate)``), leaving at least one token to compute:
+    vLLM recomputes the last prompt token even on a full hit, for its logits
+    (vllm/v1/core/kv_cache_manager.py ``KVCacheManager.get_computed_blocks``, which caps
+    the hit at ``num_tokens - 1``)."""
+    n_isl = max(int(round(isl)), 1)
+    return min(int(math.floor(n_isl * prefix_hit_rate)), n_isl - 1)
+
+
+def _chunks(isl: int, budget: int, cached: int = 0) -> list[tuple[int, int]]:
+    """(scheduled, computed) of each chunk of an isl-token prompt whose first ``cached``
+    tokens the prefix cache holds, under a token budget."""
+    out, done = [], cached
     while done < isl:
         n = min(budget, isl - done)
         out.append((n, done))
@@ -115,10 +131,13 @@ def _chunks(isl: int, budget: int) -> list[tuple[int, int]]:
 
 
 def closed_form_parts(
-    model: Any, isl: float, osl: float, per_rank: int, budget_tokens: int = 0
+    model: Any, isl: float, osl: float, per_rank: int, budget_tokens: int = 0, prefix_hit_rate: float = 0.0
 ) -> tuple[float, float, float, float]:
     """(D, M, prompt steps, admission) of the closed form, seconds (see the module docstring);
-    ``budget_tokens`` the step's token budget (0: the deployment's max_num_batched_tokens)."""
+    ``budget_tokens`` the step's token budget (0: the deployment's max_num_batched_tokens);
+    ``prefix_hit_rate`` the share of each prompt a prefix cache holds (its chunks start
+    after the cached tokens, ``cached_prompt_tokens``; the admission still tokenises the
+    whole prompt)."""
     lim = model.limits()
     thr = int(lim.decode_threshold)
     budget = max(int(budget_tokens or lim.max_num_batched_tokens), 1)
@@ -130,7 +149,7 @@ def closed_form_parts(
     base = _step_s(model, [1] * others, [ctx - 1] * others, thr)
     prompt_steps = 0.0
     marginal = 0.0
-    for s, comp in _chunks(n_isl, max(budget - others, 1)):
+    for s, comp in _chunks(n_isl, max(budget - others, 1), cached_prompt_tokens(isl, prefix_hit_rate)):
         mixed = _step_s(model, [1] * others + [s], [ctx - 1] * others + [comp], thr)
         prompt_steps += mixed
         marginal += mixed - base
@@ -308,7 +327,13 @@ def batch_wait_s(
 
 
 def prompt_service_s(
-    model: Any, isl: float, osl: float, per_rank: int, marginal_s: float, budget_tokens: int = 0
+    model: Any,
+    isl: float,
+    osl: float,
+    per_rank: int,
+    marginal_s: float,
+    budget_tokens: int = 0,
+    prefix_hit_rate: float = 0.0,
 ) -> float:
     """Time one queued prompt holds the engine, seconds: its marginal M plus its share of
     the decode work of the steps it runs in.
@@ -337,7 +362,7 @@ def prompt_service_s(
     ctx = max(int(round(isl + osl / 2)), 1)
     base = _step_s(model, [1] * others, [ctx - 1] * others, int(lim.decode_threshold))
     room = max(int(budget_tokens or lim.max_num_batched_tokens) - others, 1)
-    n_isl = max(int(round(isl)), 1)
+    n_isl = max(int(round(isl)), 1) - cached_prompt_tokens(isl, prefix_hit_rate)  # the tokens it computes
     if n_isl > room:
         return marginal_s + math.ceil(n_isl / room) * base
     return marginal_s + base / max(1, min(room // n_isl, b))
@@ -372,6 +397,15 @@ def closed_form_prediction(model: Any, point: Point) -> Prediction:
             int(lim.max_model_len),
             bool(lim.enable_chunked_prefill),
         )
+    mml = int(lim.max_model_len)
+    if mml > 0 and round(point.isl) + round(point.osl) > mml:
+        # vLLM rejects a request longer than its context window, as the serving simulation does
+        raise RefusedError(
+            f"sweep {point.sweep!r}: a request of {round(point.isl)} prompt + {round(point.osl)} output tokens is "
+            f"longer than max_model_len {mml}; vLLM rejects it",
+            setting="max_model_len",
+            value=mml,
+        )
     cap = resident_cap(lim, point.isl, point.osl, point.max_num_seqs, point.kv_reservation)
     n = b = 1
     if point.concurrency is not None:
@@ -382,7 +416,7 @@ def closed_form_prediction(model: Any, point: Point) -> Prediction:
         rate = float(point.request_rate or 0.0) / dp
         b = 1
         for _ in range(20):
-            d, m, steps, adm = closed_form_parts(model, point.isl, point.osl, b, budget)
+            d, m, steps, adm = closed_form_parts(model, point.isl, point.osl, b, budget, point.prefix_hit_rate)
             e2e = adm + steps + point.osl * (d + (b - 1) * m / point.osl)
             nb = max(1, math.ceil(rate * e2e))
             if nb > 4096:
@@ -393,7 +427,7 @@ def closed_form_prediction(model: Any, point: Point) -> Prediction:
             if nb == b:
                 break
             b = nb
-    d, m, steps, adm = closed_form_parts(model, point.isl, point.osl, b, budget)
+    d, m, steps, adm = closed_form_parts(model, point.isl, point.osl, b, budget, point.prefix_hit_rate)
     tpot = d + (b - 1) * m / point.osl
     ttft = adm + d / 2 + decided_step_wait_s(b, tpot, bool(lim.async_scheduling)) + steps
     ttft += recv_wait_s(b, d, point.scheduler_recv_interval)
@@ -412,12 +446,18 @@ def closed_form_prediction(model: Any, point: Point) -> Prediction:
     if point.concurrency is not None:
         spread = 2 * point.range_ratio * point.osl * tpot
         ttft += wave_queue_s(
-            b, prompt_service_s(model, point.isl, point.osl, b, m, budget), cycle, spread, PROMPTS_PER_CLIENT
+            b,
+            prompt_service_s(model, point.isl, point.osl, b, m, budget, point.prefix_hit_rate),
+            cycle,
+            spread,
+            PROMPTS_PER_CLIENT,
         )
         # every client of the deployment queues at the one front end (tokenisation_s)
         ttft += wave_queue_s(int(point.concurrency), tokenise, cycle, spread, PROMPTS_PER_CLIENT)
     else:  # open loop: arrivals spread over the whole cycle
-        ttft += prefill_queue_s(b, prompt_service_s(model, point.isl, point.osl, b, m, budget), cycle)
+        ttft += prefill_queue_s(
+            b, prompt_service_s(model, point.isl, point.osl, b, m, budget, point.prefix_hit_rate), cycle
+        )
         ttft += prefill_queue_s(b * dp, tokenise, cycle)
     if n > b:
         ttft += (ttft + point.osl * tpot) * (n / b - 1)
@@ -457,7 +497,17 @@ def serving_prediction(model: Any, point: Point) -> Prediction:
         engine["kv_reservation"] = point.kv_reservation
     if point.scheduler_recv_interval > 1:  # SGLang's --scheduler-recv-interval, as the run set it
         engine["scheduler_recv_interval"] = point.scheduler_recv_interval
-    r = estimate(model, isl=isl, osl=osl, concurrency=point.concurrency, request_rate=point.request_rate, **engine)
+    if point.prefix_hit_rate > 0:  # the run's measured prefix cache hits, served as cached prompt tokens
+        from latencykernel.serving import ClosedLoop, Poisson, simulate
+
+        wl: Any = (
+            ClosedLoop(point.concurrency, isl, osl, prefix_hit_rate=point.prefix_hit_rate)
+            if point.concurrency is not None
+            else Poisson(float(point.request_rate or 0.0), isl, osl, 1000, prefix_hit_rate=point.prefix_hit_rate)
+        )
+        r = simulate(model, wl, seed=0, **engine)
+    else:
+        r = estimate(model, isl=isl, osl=osl, concurrency=point.concurrency, request_rate=point.request_rate, **engine)
     return Prediction(ttft=_dist(r.ttft), tpot=_dist(r.tpot), itl=_dist(r.itl), method="serving simulation")
 
 

@@ -13,7 +13,9 @@ native JSON / CSV (``docs/accuracy.md`` documents it): one row per point with ``
     where it differs from the deployment's), optional ``kv_reservation`` (``on_demand`` or
     ``to_completion``: how the run's scheduler held KV, where it differs from the
     deployment's), optional ``scheduler_recv_interval`` (SGLang's
-    ``--scheduler-recv-interval`` as the run set it), optional ``parallel.<key>`` columns
+    ``--scheduler-recv-interval`` as the run set it), optional ``prefix_hit_rate`` (the
+    share of prompt tokens the run's prefix cache served, in [0, 1), as vLLM's
+    ``vllm:prefix_cache_hits`` over ``vllm:prefix_cache_queries`` counts it), optional ``parallel.<key>`` columns
     (JSON: a ``parallel`` object) beside a ``scenario``: the run's ``tp``, ``dp`` and
     ``enable_expert_parallel`` where they differ from the scenario's, optional
     ``settings.<key>`` columns (JSON: a ``settings`` object) beside a ``scenario``: the run's
@@ -181,6 +183,9 @@ def _native_point(row: Mapping[str, Any], default: Deployment | None, where: str
     seqs = _whole(row.get("max_num_seqs"), f"{where}: max_num_seqs")
     budget = _whole(row.get("max_num_batched_tokens"), f"{where}: max_num_batched_tokens")
     recv = _whole(row.get("scheduler_recv_interval"), f"{where}: scheduler_recv_interval")
+    hit = _num(row.get("prefix_hit_rate"), f"{where}: prefix_hit_rate")
+    if hit is not None and not (0.0 <= hit < 1.0):
+        raise LatencyKernelError(f"{where}: prefix_hit_rate must be in [0, 1), got {hit!r}")
     resv = row.get("kv_reservation")
     if resv is not None and resv != "" and resv not in KV_RESERVATIONS:
         raise LatencyKernelError(f"{where}: kv_reservation must be on_demand or to_completion, got {resv!r}")
@@ -205,6 +210,7 @@ def _native_point(row: Mapping[str, Any], default: Deployment | None, where: str
         max_num_batched_tokens=budget or 0,
         kv_reservation=str(resv or ""),
         scheduler_recv_interval=recv or 0,
+        prefix_hit_rate=hit or 0.0,
     )
 
 
