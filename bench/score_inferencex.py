@@ -405,7 +405,8 @@ def report_points(path: Path, testdata: Path) -> list[Point]:
                 ttft=Stat(mean=float(r["ttft_ms"]) * 1e-3) if r.get("ttft_ms") else Stat(),
                 engine="vllm",
                 source=f"report {r['report']}",
-                # the report's prefix cache hit rate (hit_pct, per cent of prompt tokens)
+                # the report's prefix cache hit rate (hit_pct, per cent of prompt tokens); a
+                # Point takes [0, 1), and vLLM computes a prompt's last token on any hit
                 prefix_hit_rate=min(float(r.get("hit_pct") or 0.0) / 100.0, 0.999),
             )
         )

@@ -524,17 +524,27 @@ def test_a_runs_recv_interval_reaches_both_predictors(monkeypatch: pytest.Monkey
 # -- prefix cache hits and the context window ---------------------------------------------
 
 
-@pytest.mark.parametrize("isl", [1, 2, 17, 1000, 8015])
-@pytest.mark.parametrize("rate", [0.0, 0.1, 0.5, 0.538, 0.9, 0.999])
-def test_cached_prompt_tokens_floor_and_the_recomputed_last_token(isl: int, rate: float) -> None:
+@pytest.mark.parametrize(
+    ("isl", "rate", "cached"),
+    [
+        (1, 0.0, 0),
+        (1, 0.999, 0),  # a one-token prompt computes its only token
+        (2, 0.5, 1),
+        (17, 0.1, 1),  # floor(1.7)
+        (1000, 0.9, 900),
+        (1000, 0.999, 999),  # floor(999.0) is also isl - 1
+        (8015, 0.538, 4312),  # floor(4312.07): the Granite-5 H200 series at 2 clients
+        (8015, 0.999, 8006),
+        (100, 0.995, 99),  # floor(99.5)
+    ],
+)
+def test_cached_prompt_tokens_floor_and_the_recomputed_last_token(isl: int, rate: float, cached: int) -> None:
     """Guards the cached count against the workload's rule (floor(isl x rate), as
     serving.workload counts cached prefix tokens) and vLLM's cap: the last prompt token is
     always computed, for its logits."""
     from latencykernel.validation.predict import cached_prompt_tokens
 
-    got = cached_prompt_tokens(isl, rate)
-    assert got == min(int(isl * rate), isl - 1)
-    assert 0 <= got < isl
+    assert cached_prompt_tokens(isl, rate) == cached
 
 
 def test_prefix_hits_shorten_the_prompt_the_closed_form_computes() -> None:

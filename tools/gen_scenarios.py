@@ -304,7 +304,7 @@ def report_header(scen: dict[str, Any], dep: dict[str, Any], about: str, notes: 
         "scenario of the same name (testdata/). Regenerate instead of editing.",
         f"The report states the layout and the KV cache dtype; engine_version {scen['engine_version']} is "
         "the rules pack the reference scenario pins. engine: vllm selects the coefficient entries scoped "
-        "to vLLM (cost-model-host-overheads-vllm, listed after the generic sets).",
+        f"to vLLM ({', '.join(ENGINE_SETS.get('vllm', []))}, listed after the generic sets).",
     ]
     for key, (value, why) in REPORT_ENGINE_OVERRIDES.get(scen["name"], {}).items():
         parts.append(f"{key} is {value}: {why}.")
@@ -322,7 +322,7 @@ def build_reports(testdata: Path) -> dict[str, str]:
     for name, about in sorted(REPORT_SCENARIOS.items()):
         path = testdata / f"{name}.yaml"
         if not path.is_file():
-            continue
+            raise SystemExit(f"REPORT_SCENARIOS names {name!r}, but {path} is missing from the reference")
         scen, dep, notes = read_reference(path)
         assert scen["name"] == name == dep["name"], path
         with_own_and_engine_sets(scen, "vllm")

@@ -293,23 +293,26 @@ def estimate(
     request_rate: float | None = None,
     num_prompts: int | None = None,
     seed: int = 0,
+    prefix_hit_rate: float = 0.0,
     **kw: Any,
 ) -> ServingResult:
     """The one-line form: a closed loop at ``concurrency`` (``num_prompts`` default 10 ×
     concurrency) or an open loop at ``request_rate`` (``num_prompts`` default 1,000);
-    ``kw`` are engine settings as for ``simulate``."""
+    ``prefix_hit_rate`` the share of each prompt a prefix cache serves (the workloads'
+    field, default 0); ``kw`` are engine settings as for ``simulate``."""
     _check_seed(seed)
     if (concurrency is None) == (request_rate is None):
         raise LatencyKernelError("give exactly one of concurrency or request_rate")
     wl: Workload
     if concurrency is not None:
-        wl = ClosedLoop(concurrency, isl, osl, num_prompts)
+        wl = ClosedLoop(concurrency, isl, osl, num_prompts, prefix_hit_rate=prefix_hit_rate)
     else:
         assert request_rate is not None
         ok = not isinstance(request_rate, bool) and isinstance(request_rate, numbers.Real)
         if not (ok and float(request_rate) > 0):
             raise LatencyKernelError(f"request_rate must be a positive number, got {request_rate!r}")
-        wl = Poisson(float(request_rate), isl, osl, 1000 if num_prompts is None else num_prompts)
+        n = 1000 if num_prompts is None else num_prompts
+        wl = Poisson(float(request_rate), isl, osl, n, prefix_hit_rate=prefix_hit_rate)
     res = simulate(kernel, wl, seed=seed, **kw)
     if request_rate is not None and num_prompts is None:
         res.assumptions.append(("num_prompts", "1000", "estimate's default for an open loop"))

@@ -497,17 +497,15 @@ def serving_prediction(model: Any, point: Point) -> Prediction:
         engine["kv_reservation"] = point.kv_reservation
     if point.scheduler_recv_interval > 1:  # SGLang's --scheduler-recv-interval, as the run set it
         engine["scheduler_recv_interval"] = point.scheduler_recv_interval
-    if point.prefix_hit_rate > 0:  # the run's measured prefix cache hits, served as cached prompt tokens
-        from latencykernel.serving import ClosedLoop, Poisson, simulate
-
-        wl: Any = (
-            ClosedLoop(point.concurrency, isl, osl, prefix_hit_rate=point.prefix_hit_rate)
-            if point.concurrency is not None
-            else Poisson(float(point.request_rate or 0.0), isl, osl, 1000, prefix_hit_rate=point.prefix_hit_rate)
-        )
-        r = simulate(model, wl, seed=0, **engine)
-    else:
-        r = estimate(model, isl=isl, osl=osl, concurrency=point.concurrency, request_rate=point.request_rate, **engine)
+    r = estimate(
+        model,
+        isl=isl,
+        osl=osl,
+        concurrency=point.concurrency,
+        request_rate=point.request_rate,
+        prefix_hit_rate=point.prefix_hit_rate,  # the run's measured hits, served as cached prompt tokens
+        **engine,
+    )
     return Prediction(ttft=_dist(r.ttft), tpot=_dist(r.tpot), itl=_dist(r.itl), method="serving simulation")
 
 
