@@ -525,26 +525,37 @@ def test_a_runs_recv_interval_reaches_both_predictors(monkeypatch: pytest.Monkey
 
 
 @pytest.mark.parametrize(
-    ("isl", "rate", "cached"),
+    ("isl", "rate", "block", "cached"),
     [
-        (1, 0.0, 0),
-        (1, 0.999, 0),  # a one-token prompt computes its only token
-        (2, 0.5, 1),
-        (17, 0.1, 1),  # floor(1.7)
-        (1000, 0.9, 900),
-        (1000, 0.999, 999),  # floor(999.0) is also isl - 1
-        (8015, 0.538, 4312),  # floor(4312.07): the Granite-5 H200 series at 2 clients
-        (8015, 0.999, 8006),
-        (100, 0.995, 99),  # floor(99.5)
+        (1, 0.0, 1, 0),
+        (1, 0.999, 1, 0),  # a one-token prompt computes its only token
+        (2, 0.5, 1, 1),
+        (17, 0.1, 1, 1),  # floor(1.7)
+        (1000, 0.999, 1, 999),  # floor(999.0) = isl - 1: the last token is computed
+        (8015, 0.999, 1, 8006),
+        (8015, 0.538, 1, 4312),  # floor(4312.07): the Granite-5 H200 series at 2 clients
+        (8015, 0.538, 16, 4304),  # whole 16-token blocks: 269 of them
+        (1000, 0.9, 16, 896),  # 900 cached tokens hold 56 whole blocks
+        (17, 0.1, 16, 0),  # one token is no whole block
+        (8015, 0.999, 16, 8000),
     ],
 )
-def test_cached_prompt_tokens_floor_and_the_recomputed_last_token(isl: int, rate: float, cached: int) -> None:
-    """Guards the cached count against the workload's rule (floor(isl x rate), as
-    serving.workload counts cached prefix tokens) and vLLM's cap: the last prompt token is
-    always computed, for its logits."""
+def test_cached_prompt_tokens_whole_blocks_below_the_prompt(isl: int, rate: float, block: int, cached: int) -> None:
+    """Guards the cached count against the serving simulation's and vLLM's rule: the
+    workload's floor(isl x rate) tokens, kept in whole KV blocks (vLLM's hit is whole
+    blocks), never the prompt's last token (computed for its logits)."""
     from latencykernel.validation.predict import cached_prompt_tokens
 
-    assert cached_prompt_tokens(isl, rate) == cached
+    assert cached_prompt_tokens(isl, rate, block) == cached
+
+
+def test_no_cached_prompt_tokens_with_prefix_caching_off() -> None:
+    """Guards a measured hit rate applied to a deployment that does not cache prefixes
+    (the serving simulation admits no hit then)."""
+    from latencykernel.validation.predict import cached_prompt_tokens
+
+    assert cached_prompt_tokens(8015, 0.9, 16, caching=False) == 0
+    assert cached_prompt_tokens(8015, 0.9, 16, caching=True) == 7200
 
 
 def test_prefix_hits_shorten_the_prompt_the_closed_form_computes() -> None:

@@ -20,7 +20,8 @@ the one ``validate`` uses, so switching is one line:
                ``Point.kv_reservation``); the rest wait
       ctx    = isl + osl / 2                          a mid-decode context
                (a point's measured prefix_hit_rate h: its prompts' chunks start after
-               floor(h · isl) cached tokens, ``cached_prompt_tokens``; the admission
+               floor(h · isl) cached tokens in whole blocks, none with prefix caching
+               off, ``cached_prompt_tokens``; the admission
                still tokenises the whole prompt; a request longer than max_model_len is
                refused, as vLLM rejects it)
       D      = step(b decodes at ctx) + host per output token
@@ -109,14 +110,20 @@ def _step_s(model: Any, scheduled: list[int], computed: list[int], threshold: in
     return float(est.no_overlap)
 
 
-def cached_prompt_tokens(isl: float, prefix_hit_rate: float) -> int:
-    """Prompt tokens a prefix cache serves at ``prefix_hit_rate``, as the serving
-    workload counts them (``floor(isl x rate)``), leaving at least one token to compute:
-    vLLM recomputes the last prompt token even on a full hit, for its logits
-    (vllm/v1/core/kv_cache_manager.py ``KVCacheManager.get_computed_blocks``, which caps
-    the hit at ``num_tokens - 1``)."""
+def cached_prompt_tokens(isl: float, prefix_hit_rate: float, block_size: int = 1, caching: bool = True) -> int:
+    """Prompt tokens a prefix cache serves at ``prefix_hit_rate``, counted as the serving
+    simulation admits them (serving/runs.py): the workload's ``floor(isl x rate)`` cached
+    tokens, kept in whole KV blocks of ``block_size``, none when prefix caching is off
+    (``caching``, the deployment's enable_prefix_caching). vLLM's hit is whole blocks and
+    never the last prompt token, which it computes for its logits
+    (vllm/v1/core/kv_cache_manager.py ``KVCacheManager.get_computed_blocks``:
+    ``find_longest_cache_hit`` over blocks, at most ``num_tokens - 1``); a rate below 1
+    leaves that token already."""
+    if not caching:
+        return 0
     n_isl = max(int(round(isl)), 1)
-    return min(int(math.floor(n_isl * prefix_hit_rate)), n_isl - 1)
+    bs = max(int(block_size), 1)
+    return int(math.floor(n_isl * prefix_hit_rate)) // bs * bs
 
 
 def _chunks(isl: int, budget: int, cached: int = 0) -> list[tuple[int, int]]:
@@ -149,7 +156,8 @@ def closed_form_parts(
     base = _step_s(model, [1] * others, [ctx - 1] * others, thr)
     prompt_steps = 0.0
     marginal = 0.0
-    for s, comp in _chunks(n_isl, max(budget - others, 1), cached_prompt_tokens(isl, prefix_hit_rate)):
+    cached = cached_prompt_tokens(isl, prefix_hit_rate, int(lim.block_size), bool(lim.enable_prefix_caching))
+    for s, comp in _chunks(n_isl, max(budget - others, 1), cached):
         mixed = _step_s(model, [1] * others + [s], [ctx - 1] * others + [comp], thr)
         prompt_steps += mixed
         marginal += mixed - base
@@ -362,7 +370,8 @@ def prompt_service_s(
     ctx = max(int(round(isl + osl / 2)), 1)
     base = _step_s(model, [1] * others, [ctx - 1] * others, int(lim.decode_threshold))
     room = max(int(budget_tokens or lim.max_num_batched_tokens) - others, 1)
-    n_isl = max(int(round(isl)), 1) - cached_prompt_tokens(isl, prefix_hit_rate)  # the tokens it computes
+    cached = cached_prompt_tokens(isl, prefix_hit_rate, int(lim.block_size), bool(lim.enable_prefix_caching))
+    n_isl = max(int(round(isl)), 1) - cached  # the tokens it computes
     if n_isl > room:
         return marginal_s + math.ceil(n_isl / room) * base
     return marginal_s + base / max(1, min(room // n_isl, b))
