@@ -613,3 +613,23 @@ def test_the_closed_form_refuses_a_request_longer_than_max_model_len() -> None:
     assert getattr(e.value, "setting", None) == "max_model_len"
     scored = score_points([Point("x", dep, mml, 200, concurrency=1)], closed_form_prediction, lambda d: k)
     assert scored.scored[0].prediction is None and "max_model_len" in (scored.scored[0].error or "")
+
+
+def test_an_sglang_run_loses_a_decode_step_to_each_other_prefill() -> None:
+    """Guards SGLang's prefill batch run alone (fix 36): the same point measured on SGLang
+    prices TPOT one decode step of the b - 1 others higher per other prompt, spread over osl
+    (D + (b - 1)(M + G) / osl against D + (b - 1) M / osl); a lone request is
+    unchanged (TPOT and TTFT), and vLLM and TensorRT-LLM runs pay nothing."""
+    k = lk.open(K)
+    dep = Deployment(scenario=K)
+    isl, osl, c = 1024, 256, 8
+    vl = closed_form_prediction(k, Point("x", dep, isl, osl, concurrency=c, engine="vllm"))
+    sg = closed_form_prediction(k, Point("x", dep, isl, osl, concurrency=c, engine="sglang"))
+    trt = closed_form_prediction(k, Point("x", dep, isl, osl, concurrency=c, engine="trt"))
+    others = k.step_time(Batch.decode(c - 1, isl + osl // 2)).no_overlap
+    assert vl.tpot.mean is not None and sg.tpot.mean is not None
+    assert sg.tpot.mean - vl.tpot.mean == pytest.approx((c - 1) * others / osl, rel=1e-9)
+    assert trt.tpot.mean == vl.tpot.mean
+    one_vl = closed_form_prediction(k, Point("x", dep, isl, osl, concurrency=1, engine="vllm"))
+    one_sg = closed_form_prediction(k, Point("x", dep, isl, osl, concurrency=1, engine="sglang"))
+    assert one_sg.tpot.mean == one_vl.tpot.mean and one_sg.ttft.mean == one_vl.ttft.mean

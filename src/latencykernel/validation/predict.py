@@ -29,9 +29,11 @@ the one ``validate`` uses, so switching is one line:
                the extra a prefill adds to the step it shares (chunks of
                max_num_batched_tokens tokens, the run's where the point states it
                (``Point.max_num_batched_tokens``), each priced at its computed prefix)
-      TPOT   = D + (b − 1) · M / osl              each of the b − 1 other requests
+      TPOT   = D + (b − 1) · (M + G) / osl        each of the b − 1 other requests
                prefills about once during one request's osl decode steps, and vLLM's
-               chunked prefill runs it inside a decode step (mixed batch)
+               chunked prefill runs it inside a decode step (mixed batch); G = 0, or for
+               an SGLang run, which runs a prefill batch alone, the decode step of the
+               b − 1 others that the prefill pauses (``prefill_pause_s``)
       TTFT   = admission(isl) + D / 2 + A + Σ chunk steps(with b − 1 decodes) + Q + H + F
                (+ R, SGLang's receive interval: (N − 1) / 2 decode steps D when the
                run set --scheduler-recv-interval N and others decode, ``recv_wait_s``)
@@ -78,6 +80,7 @@ __all__ = [
     "batch_wait_s",
     "decided_step_wait_s",
     "prompt_service_s",
+    "prefill_pause_s",
     "recv_wait_s",
     "tokenisation_s",
     "serving_prediction",
@@ -377,6 +380,35 @@ def prompt_service_s(
     return marginal_s + base / max(1, min(room // n_isl, b))
 
 
+def prefill_pause_s(model: Any, point: Point, resident: int) -> float:
+    """The decode step each running request loses to one other request's prefill where the
+    engine runs prefill batches alone, seconds: the step of the ``resident - 1`` others'
+    decodes for an SGLang run (``point.engine``), 0 for vLLM and TensorRT-LLM, which
+    run a prompt's chunks inside a decode step.
+
+    The rule (SGLang, python/sglang/srt/managers/scheduler.py ``get_next_batch_to_run``):
+    a new prefill batch, when one can be formed, is run instead of the running decode
+    batch; only ``--enable-mixed-chunk`` (off by default, and set by none of InferenceX's
+    SGLang launch scripts of the dump) mixes the running decodes into it. While a prompt
+    prefills, the decodes wait a whole step, and their next decode step costs them as
+    much again as without the prefill; the mixed step of the closed form charged them
+    the prompt's marginal M only. One pause per prompt: each prefill batch is taken as
+    one prompt (several queued prompts batched into one prefill would pause less).
+
+    Evidence (InferenceX, closed form, after fix 35; fix 36 of docs/accuracy.md): TPOT
+    shape MAE fit 5.94 -> 5.88 %, evaluation 7.98 -> 7.62 %; TPOT MAPE fit 8.31 -> 8.39
+    %, evaluation 10.83 -> 10.62 %; TTFT does not move (19.75 -> 19.74 % on all points).
+    The SGLang evaluation points' shape 8.62 -> 7.38 %: their TPOT rose faster with
+    clients than the mixed step priced. Pricing a queued prompt's own steps alone, without
+    the decodes, moved TTFT by under 0.15 points either way and is not kept."""
+    if point.engine != "sglang" or resident <= 1:
+        return 0.0
+    lim = model.limits()
+    ctx = max(int(round(point.isl + point.osl / 2)), 1)
+    others = resident - 1
+    return _step_s(model, [1] * others, [ctx - 1] * others, int(lim.decode_threshold))
+
+
 def tokenisation_s(model: Any, isl: float) -> float:
     """Seconds the API server spends on one prompt's tokens before the engine sees it, a
     single server every client of the deployment queues for (all data-parallel ranks share
@@ -426,7 +458,7 @@ def closed_form_prediction(model: Any, point: Point) -> Prediction:
         b = 1
         for _ in range(20):
             d, m, steps, adm = closed_form_parts(model, point.isl, point.osl, b, budget, point.prefix_hit_rate)
-            e2e = adm + steps + point.osl * (d + (b - 1) * m / point.osl)
+            e2e = adm + steps + point.osl * d + (b - 1) * (m + prefill_pause_s(model, point, b))
             nb = max(1, math.ceil(rate * e2e))
             if nb > 4096:
                 raise LatencyKernelError(
@@ -437,7 +469,7 @@ def closed_form_prediction(model: Any, point: Point) -> Prediction:
                 break
             b = nb
     d, m, steps, adm = closed_form_parts(model, point.isl, point.osl, b, budget, point.prefix_hit_rate)
-    tpot = d + (b - 1) * m / point.osl
+    tpot = d + (b - 1) * (m + prefill_pause_s(model, point, b)) / point.osl
     ttft = adm + d / 2 + decided_step_wait_s(b, tpot, bool(lim.async_scheduling)) + steps
     ttft += recv_wait_s(b, d, point.scheduler_recv_interval)
     if point.batch_wait_timeout_iters > 0:
