@@ -633,3 +633,6 @@ def test_an_sglang_run_loses_a_decode_step_to_each_other_prefill() -> None:
     one_vl = closed_form_prediction(k, Point("x", dep, isl, osl, concurrency=1, engine="vllm"))
     one_sg = closed_form_prediction(k, Point("x", dep, isl, osl, concurrency=1, engine="sglang"))
     assert one_sg.tpot.mean == one_vl.tpot.mean and one_sg.ttft.mean == one_vl.ttft.mean
+    # the label is matched in any case, as a user's CSV may write it
+    cased = closed_form_prediction(k, Point("x", dep, isl, osl, concurrency=c, engine="SGLang"))
+    assert cased.tpot.mean == sg.tpot.mean

@@ -383,8 +383,9 @@ def prompt_service_s(
 def prefill_pause_s(model: Any, point: Point, resident: int) -> float:
     """The decode step each running request loses to one other request's prefill where the
     engine runs prefill batches alone, seconds: the step of the ``resident - 1`` others'
-    decodes for an SGLang run (``point.engine``), 0 for vLLM and TensorRT-LLM, which
-    run a prompt's chunks inside a decode step.
+    decodes for an SGLang run (the point's ``engine`` label, any case: the run's engine, as
+    the native format's ``engine`` column states it), 0 for any other, as vLLM and
+    TensorRT-LLM run a prompt's chunks inside a decode step.
 
     The rule (SGLang, python/sglang/srt/managers/scheduler.py ``get_next_batch_to_run``):
     a new prefill batch, when one can be formed, is run instead of the running decode
@@ -401,7 +402,7 @@ def prefill_pause_s(model: Any, point: Point, resident: int) -> float:
     The SGLang evaluation points' shape 8.62 -> 7.38 %: their TPOT rose faster with
     clients than the mixed step priced. Pricing a queued prompt's own steps alone, without
     the decodes, moved TTFT by under 0.15 points either way and is not kept."""
-    if point.engine != "sglang" or resident <= 1:
+    if point.engine.lower() != "sglang" or resident <= 1:
         return 0.0
     lim = model.limits()
     ctx = max(int(round(point.isl + point.osl / 2)), 1)

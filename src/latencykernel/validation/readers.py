@@ -4,7 +4,8 @@ Formats (``detect`` tells them apart by their keys):
 
 native JSON / CSV (``docs/accuracy.md`` documents it): one row per point with ``sweep``,
     ``scenario`` or ``build.<key>`` columns (JSON: a ``build`` object), optional labels
-    ``engine``/``chip``/``model``, ``isl``, ``osl``, ``concurrency`` or ``request_rate``, and
+    ``engine``/``chip``/``model`` (``engine: sglang`` also has the closed form price SGLang's
+    prefill batches run alone, ``validation.predict.prefill_pause_s``), ``isl``, ``osl``, ``concurrency`` or ``request_rate``, and
     ``{ttft,tpot,itl}_{mean,median,p99}_ms``, optional ``range_ratio`` (lengths uniform on
     [L(1 − r), L(1 + r)] around the stated means), optional ``batch_wait_timeout_iters``
     and ``batch_wait_max_tokens_ratio`` (TensorRT-LLM's batch waiting as the run set it),
