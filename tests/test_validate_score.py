@@ -152,7 +152,7 @@ def test_validate_end_to_end_on_shipped_csv() -> None:
 def test_an_sglang_scenario_takes_the_sglang_admission_and_nothing_else() -> None:
     """Guards the engine-scoped set: a scenario stating engine sglang (and listing
     cost-model-host-overheads-sglang) keeps every step price and limit of the same inputs
-    with no engine stated; only its admission comes from the SGLang set, its provenance names
+    with no engine stated but whose scheduler it runs (``limits().engine``); only its admission comes from the SGLang set, its provenance names
     that set, and validate prices with that same kernel (no adapter of its own)."""
     sg_file = "aisimulate/deepseek-v3-b200-fp4-sglang-tp4.yaml"
     inputs = lk.open_inputs(sg_file)
@@ -163,7 +163,10 @@ def test_an_sglang_scenario_takes_the_sglang_admission_and_nothing_else() -> Non
     assert sg.admission_overhead(1000) == pytest.approx(0.15 + 0.35e-6 * 1000, abs=2e-9)  # whole nanoseconds
     assert vl.admission_overhead(1000) == pytest.approx(0.04 + 0.35e-6 * 1000, rel=1e-9)
     b = Batch.decode(8, 2048)
-    assert sg.step_time(b) == vl.step_time(b) and sg.limits() == vl.limits()
+    assert sg.step_time(b) == vl.step_time(b)
+    # the limits differ in whose scheduler runs it alone (SGLang's runs prefill batches alone)
+    assert sg.limits().engine == "sglang" and vl.limits().engine == "vllm"
+    assert dataclasses.replace(sg.limits(), engine="vllm") == vl.limits()
     assert sg.output_token_overhead() == vl.output_token_overhead()
     origin = {o.name: o for o in sg.provenance()}["host_admission_per_request"]
     assert origin.set == "cost-model-host-overheads-sglang" and origin.scope.endswith("engine: sglang")
@@ -315,7 +318,8 @@ def test_vllm_and_trt_twins_take_their_fitted_admission_and_nothing_else(
     TensorRT-LLM twin takes its set's admission (per request and per prompt token) and keeps
     every step price (but its set's per-kernel dispatch, fixes 26 and 33: its host time alone
     differs, by the step's kernel count x (3.2 us - the set's)), limit (but TensorRT-LLM's KV
-    reservation to completion, its engine's own scheduler rule) and per-token host cost of
+    reservation to completion, its engine's own scheduler rule, and whose scheduler runs it,
+    ``limits().engine``) and per-token host cost of
     the same inputs on an engine the set is not scoped to, which take the generic set's 40
     ms and 0.35 us per token (as the Go guide's deployment, listing only the generic set,
     does)."""
@@ -339,7 +343,8 @@ def test_vllm_and_trt_twins_take_their_fitted_admission_and_nothing_else(
     origin = {o.name: o for o in fitted.provenance()}["host_launch_per_kernel"]
     assert origin.set == f"cost-model-host-overheads{set_name}" and origin.scope.endswith(f"engine: {engine}")
     assert fitted.limits().kv_reservation == ("to_completion" if engine == "trt" else "on_demand")
-    assert dataclasses.replace(fitted.limits(), kv_reservation="on_demand") == generic.limits()
+    assert generic.limits().engine == "sglang"  # the engine whose scheduler runs it
+    assert dataclasses.replace(fitted.limits(), kv_reservation="on_demand", engine="sglang") == generic.limits()
     assert fitted.output_token_overhead() == generic.output_token_overhead()
     origin = {o.name: o for o in fitted.provenance()}["host_admission_per_request"]
     assert origin.set == f"cost-model-host-overheads{set_name}" and origin.scope.endswith(f"engine: {engine}")

@@ -72,13 +72,20 @@ def serve_cmd(
         min=1,
         help="SGLang's --scheduler-recv-interval: new requests taken in every N decode steps (default 1: every step).",
     ),
+    mixed_chunk: bool = typer.Option(
+        False,
+        "--enable-mixed-chunk",
+        help="SGLang's --enable-mixed-chunk: prompt chunks ride in the decodes' step (default off: an SGLang "
+        "prefill batch runs alone and the decodes wait). SGLang deployments only.",
+    ),
     plot: Path | None = PLOT,
     as_json: bool = Json,
 ) -> None:
     """Simulate serving: TTFT and TPOT at a concurrency or request rate.
 
     Replays a benchmark client (closed loop at a concurrency, or Poisson at a rate) through
-    vLLM v1's scheduler on this deployment's step price: TTFT, TPOT, ITL, E2EL and
+    vLLM v1's scheduler (an SGLang deployment's prefill batches run alone, as SGLang's
+    scheduler runs them) on this deployment's step price: TTFT, TPOT, ITL, E2EL and
     throughputs as vllm bench serve reports them. With a sweep, --plot draws them.
 
     \b
@@ -110,7 +117,10 @@ def serve_cmd(
     results = []
     c = console()
     for key, value, wl in points:
-        results.append((key, value, _run(c, model, wl, seed, quiet=as_json, recv_interval=recv_interval)))
+        engine: dict[str, Any] = {} if recv_interval is None else {"scheduler_recv_interval": recv_interval}
+        if mixed_chunk:
+            engine["enable_mixed_chunk"] = True
+        results.append((key, value, _run(c, model, wl, seed, quiet=as_json, engine=engine)))
     if plot is not None:
         from latencykernel.charts.serving import ServingSweep, serving_figure
 
@@ -150,7 +160,7 @@ def _disaggregated(first: Any, second: Any, x: int, y: int) -> Any:
     return Disaggregated(p, d, x, y, transfer_s=lambda tokens: p.pd_transfer_time(tokens, src, dst))
 
 
-def _run(c: Any, k: Any, wl: Any, seed: int, quiet: bool, recv_interval: int | None = None) -> Any:
+def _run(c: Any, k: Any, wl: Any, seed: int, quiet: bool, engine: dict[str, Any] | None = None) -> Any:
     """One run, with a progress bar once it has taken more than a second."""
     from latencykernel.serving import simulate
 
@@ -172,8 +182,7 @@ def _run(c: Any, k: Any, wl: Any, seed: int, quiet: bool, recv_interval: int | N
         state["bar"].update(state["task"], completed=done)
 
     try:
-        engine: dict[str, Any] = {} if recv_interval is None else {"scheduler_recv_interval": recv_interval}
-        return simulate(k, wl, seed=seed, progress=progress, **engine)
+        return simulate(k, wl, seed=seed, progress=progress, **(engine or {}))
     finally:
         if "bar" in state:
             state["bar"].stop()

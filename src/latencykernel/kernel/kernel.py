@@ -387,6 +387,9 @@ class Kernel(KernelMemory):
             # scheduler, recorded by the build as an assumption); vLLM and SGLang allocate as
             # requests grow
             kv_reservation="to_completion" if self._inputs.scenario.engine == "trt" else "on_demand",
+            # whose scheduler runs it: SGLang's runs a prefill batch alone (serving.scheduler);
+            # TensorRT-LLM and vLLM mix prompt chunks into the decodes' step
+            engine="sglang" if self._inputs.scenario.engine == "sglang" else "vllm",
         )
 
     # ----- transfers and per-request host time ------------------------------------------

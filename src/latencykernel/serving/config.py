@@ -39,6 +39,8 @@ ENGINE_KEYS: dict[str, str] = {
     "batch_wait_timeout_iters": "TensorRT-LLM's batch waiting: steps a prompt may be held while others decode (0: off)",
     "batch_wait_max_tokens_ratio": "TensorRT-LLM's batch waiting: release once held prompts + decodes reach this share of the budget",
     "tokeniser_queue": "the admission's per-prompt-token part queues at the API server's one tokeniser (default True)",
+    "enable_mixed_chunk": "SGLang's --enable-mixed-chunk: prompt chunks run inside the running decodes' step, as "
+    "vLLM's do (default False: SGLang runs a prefill batch alone and the decodes wait); engine sglang only",
     "scheduler_recv_interval": "SGLang's --scheduler-recv-interval N: while requests only decode, new ones are taken "
     "in every N steps (default 1: every step, as vLLM's engine core and SGLang's default)",
     "kv_reservation": "on_demand (vLLM, SGLang: blocks as a request grows) or to_completion (TensorRT-LLM's "
@@ -77,6 +79,7 @@ class EngineConfig:
     batch_wait_ratio: float = 0.0
     reserve_to_completion: bool = False
     recv_interval: int = 1
+    prefill_alone: bool = False
 
 
 def _int(name: str, v: Any, low: int) -> int:
@@ -210,16 +213,33 @@ def resolve_engine(model: StepModel, engine: dict[str, Any]) -> tuple[EngineConf
     eng = str(pick("engine", lim.engine, src))
     if eng not in ("vllm", "sglang"):
         raise LatencyKernelError(f"engine must be vllm or sglang, got {eng!r}")
+    mixed = engine.get("enable_mixed_chunk")
+    if mixed is not None and eng != "sglang":
+        raise LatencyKernelError(
+            f"enable_mixed_chunk is SGLang's --enable-mixed-chunk, but the engine is {eng!r}; vLLM always mixes "
+            "prompt chunks into the decodes' step (drop the setting or set engine: sglang)"
+        )
+    mixed = _bool("enable_mixed_chunk", mixed if mixed is not None else False)
     if eng == "sglang":
         notes.append(
             (
                 "engine",
                 "sglang",
-                "scheduled by vLLM v1's rules: SGLang's own policy (longest-prefix-first with the radix cache, "
-                "new_token_ratio admission, retract-decode instead of recompute of the newest request, "
-                "chunked_prefill_size) is not modelled",
+                "a prefill batch runs alone and the decodes wait (SGLang's get_next_batch_to_run)"
+                + (", unless mixed (enable_mixed_chunk)" if mixed else "")
+                + "; otherwise vLLM v1's rules: SGLang's own policy (longest-prefix-first with the radix cache, "
+                "new_token_ratio admission, retract-decode instead of recompute of the newest request) "
+                "is not modelled",
             )
         )
+        if "enable_mixed_chunk" not in engine:
+            notes.append(
+                (
+                    "enable_mixed_chunk",
+                    "False",
+                    "SGLang's default: prompt chunks are not mixed into the decodes' step",
+                )
+            )
     dp = _int("data_parallel_size", pick("data_parallel_size", lim.data_parallel, src), 1)
     lock = _bool("lockstep_data_parallel", pick("lockstep_data_parallel", lim.lockstep_data_parallel, src))
     price = str(engine.get("step_price", "no_overlap"))
@@ -293,5 +313,6 @@ def resolve_engine(model: StepModel, engine: dict[str, Any]) -> tuple[EngineConf
         batch_wait_ratio=bwr,
         reserve_to_completion=resv == "to_completion",
         recv_interval=recv,
+        prefill_alone=eng == "sglang" and not mixed,
     )
     return cfg, notes

@@ -143,12 +143,54 @@ def receive(interval: int, rk: Rank, idle: bool = False) -> None:
             rk.inbox.clear()
 
 
+MIXED, PREFILL, DECODE = 0, 1, 2  # what a pass of _plan may schedule (see ``schedule``)
+
+
 def schedule(sim: Simulation, rk: Rank) -> tuple[list[tuple[int, int, int, int, bool]], bool]:
     """One step's plan for rank ``rk``, and whether it preempted. Mutates the request state as
     vLLM does at schedule time (``_update_after_schedule`` advances ``num_computed_tokens``;
-    the tokens the step will sample count as placeholders)."""
+    the tokens the step will sample count as placeholders).
+
+    vLLM (and SGLang launched with ``--enable-mixed-chunk``) mixes prompt chunks into the
+    running decodes' step. SGLang by default runs a prefill batch alone (``prefill_alone``):
+    its scheduler (python/sglang/srt/managers/scheduler.py, ``get_next_batch_to_run``, v0.5.5
+    to v0.5.14) first tries to form a new prefill batch (``get_new_batch_prefill``: the
+    request being chunked, then waiting requests, under the token budget) and runs it in
+    place of the running batch; only when none can be formed does the running batch decode
+    (``update_running_batch``). Here that is a pass that schedules prompt work only and,
+    when it schedules nothing, a pass of decodes only. KNOWN DIVERGENCE S6: SGLang's
+    admission (``PrefillAdder``: KV headroom after reserving ``new_token_ratio`` of every
+    running request's remaining output) is taken as vLLM's block check."""
     if not rk.running and not rk.waiting:
         return [], False  # an idle rank: nothing to schedule
+    if not sim.cfg[rk.engine].prefill_alone:
+        return _plan(sim, rk, MIXED)
+    if _prompt_work(sim, rk):
+        plan, preempted = _plan(sim, rk, PREFILL)
+        if plan:
+            return plan, preempted
+        decodes, again = _plan(sim, rk, DECODE)
+        return decodes, preempted or again
+    return _plan(sim, rk, DECODE)
+
+
+def _prompt_work(sim: Simulation, rk: Rank) -> bool:
+    """Whether a prefill pass could schedule anything: a waiting request, or a running one
+    still short of its prompt (being chunked, or re-computing after preemption)."""
+    if rk.waiting:
+        return True
+    run = rk.running
+    if len(run) >= FAST_MIN:
+        idx = np.frombuffer(run, dtype=np.int64)
+        return not _ALL(sim.comp_a[idx] >= sim.prompt_a[idx] + sim.outs_a[idx] - 1)
+    comp, prompt, outs = sim.comp, sim.prompt, sim.outs
+    return any(comp[r] < prompt[r] + outs[r] - 1 for r in run)
+
+
+def _plan(sim: Simulation, rk: Rank, mode: int) -> tuple[list[tuple[int, int, int, int, bool]], bool]:
+    """One pass of the scheduler (``schedule``): MIXED, vLLM's (running requests, then
+    waiting ones); PREFILL, the running requests' prompt chunks and the waiting ones, no
+    decodes; DECODE, the running requests' decodes alone."""
     cfg = sim.cfg[rk.engine]
     prompt, target, comp, outs, blk = sim.prompt, sim.target, sim.comp, sim.outs, sim.blk
     bs = cfg.block_size
@@ -167,7 +209,7 @@ def schedule(sim: Simulation, rk: Rank) -> tuple[list[tuple[int, int, int, int, 
 
     # --- running requests first (Scheduler.schedule, "First, schedule the RUNNING requests")
     i = 0
-    if k == 0 and la == 0 and len(running) >= FAST_MIN:
+    if k == 0 and la == 0 and len(running) >= FAST_MIN and mode != PREFILL:
         i, budget = _decode_prefix(sim, rk, plan, budget, bs, mml)
     while i < len(running) and budget > 0:
         r = running[i]
@@ -180,6 +222,9 @@ def schedule(sim: Simulation, rk: Rank) -> tuple[list[tuple[int, int, int, int, 
         c = comp[r]
         ntok = prompt[r] + o
         decoding = c == ntok - 1
+        if mode and decoding != (mode == DECODE):  # SGLang's passes: one kind of work each
+            i += 1
+            continue
         # num_new_tokens = num_tokens_with_spec + placeholders - num_computed_tokens; draft
         # tokens exist once the request decodes
         new = ntok - c + (k if decoding else 0)
@@ -235,7 +280,7 @@ def schedule(sim: Simulation, rk: Rank) -> tuple[list[tuple[int, int, int, int, 
         i += 1
 
     # --- then waiting requests, only when nothing was preempted this step
-    if not preempted:
+    if not preempted and mode != DECODE:
         waiting = rk.waiting
         pc = cfg.enable_prefix_caching
         chunked = cfg.enable_chunked_prefill

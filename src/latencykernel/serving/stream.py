@@ -21,7 +21,7 @@ step-by-step loop's exactly (tests/test_serving_stream.py).
 
 Where it applies: engines of one rank each (one replica, or data-parallel replicas that
 step on their own; not attention-DP ranks in lockstep), no drafts, not a disaggregated pool,
-no batch waiting, skip-ahead on, and a step model with ``aggregate_step_time``. Replicas take
+no batch waiting, no prefill batch run alone (SGLang's default), skip-ahead on, and a step model with ``aggregate_step_time``. Replicas take
 their steps in one loop, the earliest launch first (the lowest index on a tie, as the main
 loop), and an arrival goes to the least loaded as the router sends it. It is entered at a
 launch when every busy engine's running requests are plain decodes that emitted at the
@@ -78,6 +78,7 @@ def applies(sim: Simulation, eng: Engine) -> bool:
         and not sim.disagg
         and not cfg.batch_wait_iters  # TensorRT-LLM's batch waiting holds prompts: the ordinary path
         and cfg.recv_interval <= 1  # SGLang's receive interval (scheduler.receive): the ordinary path
+        and not cfg.prefill_alone  # SGLang's prefill batches run alone (scheduler.schedule): the ordinary path
     )
 
 

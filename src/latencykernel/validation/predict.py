@@ -384,8 +384,10 @@ def prefill_pause_s(model: Any, point: Point, resident: int) -> float:
     """The decode step each running request loses to one other request's prefill where the
     engine runs prefill batches alone, seconds: the step of the ``resident - 1`` others'
     decodes for an SGLang run (the point's ``engine`` label, any case: the run's engine, as
-    the native format's ``engine`` column states it), 0 for any other, as vLLM and
-    TensorRT-LLM run a prompt's chunks inside a decode step.
+    the native format's ``engine`` column states it; without a label, the deployment's
+    ``limits().engine``, sglang for a scenario stating ``engine: sglang``), 0 for any other,
+    as vLLM and TensorRT-LLM run a prompt's chunks inside a decode step. The serving
+    simulation replays the same rule step by step (``serving.scheduler.schedule``).
 
     The rule (SGLang, python/sglang/srt/managers/scheduler.py ``get_next_batch_to_run``):
     a new prefill batch, when one can be formed, is run instead of the running decode
@@ -402,9 +404,9 @@ def prefill_pause_s(model: Any, point: Point, resident: int) -> float:
     The SGLang evaluation points' shape 8.62 -> 7.38 %: their TPOT rose faster with
     clients than the mixed step priced. Pricing a queued prompt's own steps alone, without
     the decodes, moved TTFT by under 0.15 points either way and is not kept."""
-    if point.engine.lower() != "sglang" or resident <= 1:
-        return 0.0
     lim = model.limits()
+    if (point.engine.lower() or lim.engine) != "sglang" or resident <= 1:
+        return 0.0
     ctx = max(int(round(point.isl + point.osl / 2)), 1)
     others = resident - 1
     return _step_s(model, [1] * others, [ctx - 1] * others, int(lim.decode_threshold))
@@ -539,6 +541,8 @@ def serving_prediction(model: Any, point: Point) -> Prediction:
         engine["kv_reservation"] = point.kv_reservation
     if point.scheduler_recv_interval > 1:  # SGLang's --scheduler-recv-interval, as the run set it
         engine["scheduler_recv_interval"] = point.scheduler_recv_interval
+    if point.engine.lower() in ("vllm", "sglang"):  # whose scheduler the run had, as labelled
+        engine["engine"] = point.engine.lower()
     r = estimate(
         model,
         isl=isl,
