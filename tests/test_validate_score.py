@@ -621,19 +621,27 @@ def test_the_closed_form_refuses_a_request_longer_than_max_model_len() -> None:
 
 
 def test_an_sglang_run_loses_a_decode_step_to_each_other_prefill() -> None:
-    """Guards SGLang's prefill batch run alone (fix 36): the same point measured on SGLang
-    prices TPOT one decode step of the b - 1 others higher per other prompt, spread over osl
-    (D + (b - 1)(M + G) / osl against D + (b - 1) M / osl); a lone request is
-    unchanged (TPOT and TTFT), and vLLM and TensorRT-LLM runs pay nothing."""
+    """Guards SGLang's prefill batch run alone (fixes 36 and 38): the same point measured on
+    SGLang prices each other prompt's prefill at its step alone P instead of its marginal M
+    in the others' mixed step (D + (b - 1) P / osl against D + (b - 1) M / osl), P and M
+    priced here from the kernel's own steps; a lone request is unchanged (TPOT and TTFT),
+    and vLLM and TensorRT-LLM runs pay nothing."""
     k = lk.open(K)
     dep = Deployment(scenario=K)
     isl, osl, c = 1024, 256, 8
     vl = closed_form_prediction(k, Point("x", dep, isl, osl, concurrency=c, engine="vllm"))
     sg = closed_form_prediction(k, Point("x", dep, isl, osl, concurrency=c, engine="sglang"))
     trt = closed_form_prediction(k, Point("x", dep, isl, osl, concurrency=c, engine="trt"))
-    others = k.step_time(Batch.decode(c - 1, isl + osl // 2)).no_overlap
+    thr = k.limits().decode_threshold
+    assert k.limits().max_num_batched_tokens >= isl + c  # one chunk, alone or mixed
+    ctx = isl + osl // 2
+    others = k.step_time(Batch.decode(c - 1, ctx)).no_overlap
+    mixed = k.step_time(Batch.from_columns([1] * (c - 1) + [isl], [ctx - 1] * (c - 1) + [0], decode_threshold=thr))
+    alone = k.step_time(Batch.from_columns([isl], [0], decode_threshold=thr)).no_overlap
+    marginal = mixed.no_overlap - others
+    assert alone > marginal  # the decodes' step no longer hides inside the prompt's
     assert vl.tpot.mean is not None and sg.tpot.mean is not None
-    assert sg.tpot.mean - vl.tpot.mean == pytest.approx((c - 1) * others / osl, rel=1e-9)
+    assert sg.tpot.mean - vl.tpot.mean == pytest.approx((c - 1) * (alone - marginal) / osl, rel=1e-6)
     assert trt.tpot.mean == vl.tpot.mean
     one_vl = closed_form_prediction(k, Point("x", dep, isl, osl, concurrency=1, engine="vllm"))
     one_sg = closed_form_prediction(k, Point("x", dep, isl, osl, concurrency=1, engine="sglang"))

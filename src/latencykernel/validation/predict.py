@@ -32,8 +32,8 @@ the one ``validate`` uses, so switching is one line:
       TPOT   = D + (b − 1) · (M + G) / osl        each of the b − 1 other requests
                prefills about once during one request's osl decode steps, and vLLM's
                chunked prefill runs it inside a decode step (mixed batch); G = 0, or for
-               an SGLang run, which runs a prefill batch alone, the decode step of the
-               b − 1 others that the prefill pauses (``prefill_pause_s``)
+               an SGLang run, which runs a prefill batch alone and pauses the decodes for
+               it, its chunk steps priced alone less M (``prefill_pause_s``)
       TTFT   = admission(isl) + D / 2 + A + Σ chunk steps(with b − 1 decodes) + Q + H + F
                (+ R, SGLang's receive interval: (N − 1) / 2 decode steps D when the
                run set --scheduler-recv-interval N and others decode, ``recv_wait_s``)
@@ -380,36 +380,47 @@ def prompt_service_s(
     return marginal_s + base / max(1, min(room // n_isl, b))
 
 
-def prefill_pause_s(model: Any, point: Point, resident: int) -> float:
-    """The decode step each running request loses to one other request's prefill where the
-    engine runs prefill batches alone, seconds: the step of the ``resident - 1`` others'
-    decodes for an SGLang run (the point's ``engine`` label, any case: the run's engine, as
-    the native format's ``engine`` column states it; without a label, the deployment's
-    ``limits().engine``, sglang for a scenario stating ``engine: sglang``), 0 for any other,
-    as vLLM and TensorRT-LLM run a prompt's chunks inside a decode step. The serving
-    simulation replays the same rule step by step (``serving.scheduler.schedule``).
+def prefill_pause_s(model: Any, point: Point, resident: int, marginal_s: float, budget_tokens: int = 0) -> float:
+    """What one other request's prefill adds to each running request's decode time beyond its
+    marginal ``marginal_s`` (M, already charged), where the engine runs prefill batches
+    alone, seconds: the prompt's chunk steps priced alone (chunks of the whole token budget
+    ``budget_tokens``, 0: the deployment's, after its cached prefix) less M, for an SGLang
+    run (the point's ``engine`` label, any case: the run's engine, as the native format's
+    ``engine`` column states it; without a label, the deployment's ``limits().engine``,
+    sglang for a scenario stating ``engine: sglang``); 0 for any other, as vLLM and
+    TensorRT-LLM run a prompt's chunks inside a decode step. The serving simulation replays
+    the same rule step by step (``serving.scheduler.schedule``).
 
     The rule (SGLang, python/sglang/srt/managers/scheduler.py ``get_next_batch_to_run``):
     a new prefill batch, when one can be formed, is run instead of the running decode
     batch; only ``--enable-mixed-chunk`` (off by default, and set by none of InferenceX's
     SGLang launch scripts of the dump) mixes the running decodes into it. While a prompt
-    prefills, the decodes wait a whole step, and their next decode step costs them as
-    much again as without the prefill; the mixed step of the closed form charged them
-    the prompt's marginal M only. One pause per prompt: each prefill batch is taken as
-    one prompt (several queued prompts batched into one prefill would pause less).
+    prefills, the decodes wait its whole prefill steps P, where a mixed step had cost them
+    M; their own decode steps are charged already (D per token). So TPOT = D + (b − 1) P /
+    osl, written D + (b − 1)(M + (P − M)) / osl. One pause per prompt: each prefill batch is
+    taken as one prompt (several queued prompts batched into one prefill would pause less).
 
-    Evidence (InferenceX, closed form, after fix 35; fix 36 of docs/accuracy.md): TPOT
-    shape MAE fit 5.94 -> 5.88 %, evaluation 7.98 -> 7.62 %; TPOT MAPE fit 8.31 -> 8.39
+    Evidence (InferenceX, closed form, after fix 35; fixes 36 and 38 of docs/accuracy.md):
+    TPOT shape MAE fit 5.94 -> 5.88 %, evaluation 7.98 -> 7.64 %; TPOT MAPE fit 8.31 -> 8.37
     %, evaluation 10.83 -> 10.62 %; TTFT does not move (19.75 -> 19.74 % on all points).
-    The SGLang evaluation points' shape 8.62 -> 7.38 %: their TPOT rose faster with
-    clients than the mixed step priced. Pricing a queued prompt's own steps alone, without
-    the decodes, moved TTFT by under 0.15 points either way and is not kept."""
+    The SGLang evaluation points' shape 8.62 -> 7.44 %: their TPOT rose faster with
+    clients than the mixed step priced. Fix 36 charged the pause as the step of the b − 1
+    others' decodes, which scored the same (evaluation shape 7.62 %) because a prompt's step
+    reads every expert's weights and hides the decodes' reads; on a dense model it is not
+    the same. Pricing a queued prompt's own steps alone, without the decodes, moved TTFT by
+    under 0.15 points either way and is not kept."""
     lim = model.limits()
     if (point.engine.lower() or lim.engine) != "sglang" or resident <= 1:
         return 0.0
-    ctx = max(int(round(point.isl + point.osl / 2)), 1)
-    others = resident - 1
-    return _step_s(model, [1] * others, [ctx - 1] * others, int(lim.decode_threshold))
+    thr = int(lim.decode_threshold)
+    budget = max(int(budget_tokens or lim.max_num_batched_tokens), 1)
+    cached = cached_prompt_tokens(
+        point.isl, point.prefix_hit_rate, int(lim.block_size), bool(lim.enable_prefix_caching)
+    )
+    alone = 0.0
+    for s, comp in _chunks(max(int(round(point.isl)), 1), budget, cached):
+        alone += _step_s(model, [s], [comp], thr)
+    return max(alone - marginal_s, 0.0)
 
 
 def tokenisation_s(model: Any, isl: float) -> float:
@@ -461,7 +472,7 @@ def closed_form_prediction(model: Any, point: Point) -> Prediction:
         b = 1
         for _ in range(20):
             d, m, steps, adm = closed_form_parts(model, point.isl, point.osl, b, budget, point.prefix_hit_rate)
-            e2e = adm + steps + point.osl * d + (b - 1) * (m + prefill_pause_s(model, point, b))
+            e2e = adm + steps + point.osl * d + (b - 1) * (m + prefill_pause_s(model, point, b, m, budget))
             nb = max(1, math.ceil(rate * e2e))
             if nb > 4096:
                 raise LatencyKernelError(
@@ -472,7 +483,7 @@ def closed_form_prediction(model: Any, point: Point) -> Prediction:
                 break
             b = nb
     d, m, steps, adm = closed_form_parts(model, point.isl, point.osl, b, budget, point.prefix_hit_rate)
-    tpot = d + (b - 1) * (m + prefill_pause_s(model, point, b)) / point.osl
+    tpot = d + (b - 1) * (m + prefill_pause_s(model, point, b, m, budget)) / point.osl
     ttft = adm + d / 2 + decided_step_wait_s(b, tpot, bool(lim.async_scheduling)) + steps
     ttft += recv_wait_s(b, d, point.scheduler_recv_interval)
     if point.batch_wait_timeout_iters > 0:
