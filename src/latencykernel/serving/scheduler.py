@@ -65,13 +65,21 @@ class Rank:
 
 
 def _decode_prefix(
-    sim: Simulation, rk: Rank, plan: list[tuple[int, int, int, int, bool]], budget: int, bs: int, mml: int
+    sim: Simulation,
+    rk: Rank,
+    plan: list[tuple[int, int, int, int, bool]],
+    budget: int,
+    bs: int,
+    mml: int,
+    sampled: bool = False,
 ) -> tuple[int, int]:
     """The running loop below over its leading requests that are plain decodes or already
     fully scheduled (skipped), at once: each decode schedules one token and needs at most its
     next block; it stops where a request is neither, where the budget ends, and before the
     first decode the free pool cannot serve (the loop preempts from there). Returns where the
-    loop resumes and the budget left; the effect equals the loop's own iterations."""
+    loop resumes and the budget left; the effect equals the loop's own iterations.
+    ``sampled``: a decode must have an output already (SGLang's decode pass: a request with
+    one prompt token left is prompt work, not a decode)."""
     run = np.array(rk.running, dtype=np.int64)  # a copy (the column may grow later)
     n = len(run)
     c = sim.comp_a[run]
@@ -80,6 +88,8 @@ def _decode_prefix(
     tg = sim.target_a[run]
     skip = o >= tg
     dec = (c == p + o - 1) & ~skip & (c + 1 <= mml - 1)
+    if sampled:
+        dec &= o > 0
     if n <= budget and _ALL(dec):
         # the common step: every running request a plain decode within the budget
         di: np.ndarray | None = None
@@ -176,15 +186,18 @@ def schedule(sim: Simulation, rk: Rank) -> tuple[list[tuple[int, int, int, int, 
 
 def _prompt_work(sim: Simulation, rk: Rank) -> bool:
     """Whether a prefill pass could schedule anything: a waiting request, or a running one
-    still short of its prompt (being chunked, or re-computing after preemption)."""
+    still short of its prompt (being chunked, or re-computing after preemption; one with no
+    output yet has its last prompt token to compute, though it schedules one token like a
+    decode)."""
     if rk.waiting:
         return True
     run = rk.running
     if len(run) >= FAST_MIN:
         idx = np.frombuffer(run, dtype=np.int64)
-        return not _ALL(sim.comp_a[idx] >= sim.prompt_a[idx] + sim.outs_a[idx] - 1)
+        o = sim.outs_a[idx]
+        return not _ALL((sim.comp_a[idx] >= sim.prompt_a[idx] + o - 1) & (o > 0))
     comp, prompt, outs = sim.comp, sim.prompt, sim.outs
-    return any(comp[r] < prompt[r] + outs[r] - 1 for r in run)
+    return any(comp[r] < prompt[r] + outs[r] - 1 or outs[r] == 0 for r in run)
 
 
 def _plan(sim: Simulation, rk: Rank, mode: int) -> tuple[list[tuple[int, int, int, int, bool]], bool]:
@@ -210,7 +223,7 @@ def _plan(sim: Simulation, rk: Rank, mode: int) -> tuple[list[tuple[int, int, in
     # --- running requests first (Scheduler.schedule, "First, schedule the RUNNING requests")
     i = 0
     if k == 0 and la == 0 and len(running) >= FAST_MIN and mode != PREFILL:
-        i, budget = _decode_prefix(sim, rk, plan, budget, bs, mml)
+        i, budget = _decode_prefix(sim, rk, plan, budget, bs, mml, mode == DECODE)
     while i < len(running) and budget > 0:
         r = running[i]
         o = outs[r]
@@ -222,7 +235,9 @@ def _plan(sim: Simulation, rk: Rank, mode: int) -> tuple[list[tuple[int, int, in
         c = comp[r]
         ntok = prompt[r] + o
         decoding = c == ntok - 1
-        if mode and decoding != (mode == DECODE):  # SGLang's passes: one kind of work each
+        # SGLang's passes take one kind of work each; a request with no output yet is
+        # prompt work even when one prompt token is left
+        if mode and (decoding and o > 0) != (mode == DECODE):
             i += 1
             continue
         # num_new_tokens = num_tokens_with_spec + placeholders - num_computed_tokens; draft
