@@ -316,8 +316,9 @@ def test_vllm_and_trt_twins_take_their_fitted_admission_and_nothing_else(
 ) -> None:
     """Guards the engine-scoped host sets fitted on the InferenceX fit half: a vLLM or
     TensorRT-LLM twin takes its set's admission (per request and per prompt token) and keeps
-    every step price (but its set's per-kernel dispatch, fixes 26 and 33: its host time alone
-    differs, by the step's kernel count x (3.2 us - the set's)), limit (but TensorRT-LLM's KV
+    every step price (but its set's per-kernel dispatch, fixes 26 and 33, and its host time
+    per scheduled request, fix 39: its host time alone differs, by the step's kernel count x
+    (3.2 us - the set's) less 6 us per request), limit (but TensorRT-LLM's KV
     reservation to completion, its engine's own scheduler rule, and whose scheduler runs it,
     ``limits().engine``) and per-token host cost of
     the same inputs on an engine the set is not scoped to, which take the generic set's 40
@@ -338,7 +339,13 @@ def test_vllm_and_trt_twins_take_their_fitted_admission_and_nothing_else(
     assert {r: t for r, t in fs.per_resource.items() if r != Resource.HOST} == {
         r: t for r, t in gs.per_resource.items() if r != Resource.HOST
     }
-    kernels = (gs.per_resource[Resource.HOST] - fs.per_resource[Resource.HOST]) / (3.2e-6 - per_kernel_s)
+    # and the set's host time per scheduled request (fix 39), which the generic set has not
+    assert fitted.constants.host_per_request_s == pytest.approx(6e-6)
+    assert generic.constants.host_per_request_s == 0.0
+    per_requests_s = 8 * 6e-6
+    kernels = (gs.per_resource[Resource.HOST] - fs.per_resource[Resource.HOST] + per_requests_s) / (
+        3.2e-6 - per_kernel_s
+    )
     assert kernels > 100 and kernels == pytest.approx(fitted.constants.plan.total_kernels, abs=0.01)  # ns edges
     origin = {o.name: o for o in fitted.provenance()}["host_launch_per_kernel"]
     assert origin.set == f"cost-model-host-overheads{set_name}" and origin.scope.endswith(f"engine: {engine}")

@@ -76,7 +76,9 @@ def new(inputs: Inputs) -> Kernel:
     mamba_mode = recurrent_cache_mode(eng, geo.hybrid, overrides, assumptions)
     limits = engine_settings(eng, chip, facts, assumptions, overrides)
     chunk = mla_context_chunk(eng, limits.max_seqs, block.size, layout.dcp, interleave.size, geo.latent, assumptions)
-    lifted = lift_coefficients(coeffs, plan, experts.routed, assumptions, limits.unsplit)
+    lifted = lift_coefficients(
+        coeffs, plan, experts.routed, assumptions, limits.unsplit, engine_stated=scenario.engine is not None
+    )
     costs = collectives(coeffs, layout, chip.name, fabric.ratio, combine)
 
     consts = StepConstants(
@@ -120,6 +122,7 @@ def new(inputs: Inputs) -> Kernel:
         host_launch_per_kernel_s=lifted.host_launch_per_kernel_s,
         host_replay_s=lifted.host_replay_s,
         host_eager_per_layer_s=lifted.host_eager_per_layer_s,
+        host_per_request_s=lifted.host_per_request_s,
         graph_decode=limits.graph_decode,
         graph_other=limits.graph_other,
         capture_tokens=limits.capture,

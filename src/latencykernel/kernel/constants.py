@@ -104,6 +104,7 @@ class StepConstants:
     host_launch_per_kernel_s: float
     host_replay_s: float
     host_eager_per_layer_s: float
+    host_per_request_s: float  # price.host.step_requests_host_s: per request a step schedules
     graph_decode: str
     graph_other: str
     capture_tokens: int

@@ -41,6 +41,7 @@ from latencykernel.price.attention import (
 )
 from latencykernel.price.collective import LARGE_MESSAGE_BYTES
 from latencykernel.price.context import dcp_rank_tokens, decode_rank_read_tokens
+from latencykernel.price.host import step_requests_host_s
 from latencykernel.price.ramp import sm_budget_derate
 from latencykernel.price.recurrent import chunked_prefill_share_s
 
@@ -201,6 +202,7 @@ class FastPlan:
     head_g, head_h   the head's FLOPs per token per rank (in units of Y) and weight seconds
     host, empty_host host seconds by graph mode (uniform decode, other, eager; launch term
              included) and for an empty batch (no requests; requests but no tokens)
+    per_request  host seconds per request that schedules tokens (price.host.step_requests_host_s)
     """
 
     __slots__ = (
@@ -217,6 +219,7 @@ class FastPlan:
         "capture",
         "host",
         "empty_host",
+        "per_request",
         "funnel",
         "needs_ndecode",
         "pcp_prefill_fallback",
@@ -240,6 +243,7 @@ class FastPlan:
     capture: int
     host: tuple[float, float, float]  # uniform decode, other, eager (launch term included)
     empty_host: tuple[float, float]  # no requests; requests but no tokens
+    per_request: float  # host seconds per request scheduling tokens (0: no such term)
     funnel: int
     needs_ndecode: bool
     pcp_prefill_fallback: bool
@@ -292,7 +296,10 @@ class FastPlan:
                     return None
                 pre = [(s, c) for s, c in zip(S, C) if s > th]
         sumc = sum(C)
-        return self._priced(n, T, uniform, pre, sumc, S, C, th, sm_budget)
+        r = self._priced(n, T, uniform, pre, sumc, S, C, th, sm_budget)
+        if self.per_request:
+            return _with_requests(r, n - S.count(0), self.per_request)
+        return r
 
     def price_aggregate(
         self, n_dec: int, width: int, sumc_dec: int, S: list[int], C: list[int], th: int, sm_budget: int
@@ -308,9 +315,10 @@ class FastPlan:
         if not S and n_dec and not self.needs_ndecode:
             # plain decodes: straight to _priced's no-prefill branch (no per-request law here)
             T = width * n_dec
-            return _finish(
+            r = _finish(
                 self._shape_stage(T, width == self.width, sm_budget, sumc_dec > 0), T + sumc_dec, T + sumc_dec, []
             )
+            return _with_requests(r, n_dec, self.per_request) if self.per_request else r
         n = n_dec + len(S)
         if n == 0:
             return (0.0, 0.0, 0.0, 0.0, self.empty_host[0], 0.0)
@@ -327,7 +335,10 @@ class FastPlan:
                 if self.pcp_prefill_fallback or self.dcp_prefill_fallback:
                     return None
                 pre = [(s, c) for s, c in zip(S, C) if s > th]
-        return self._priced(n, T, uniform, pre, sumc_dec + sum(C), S, C, th, sm_budget)
+        r = self._priced(n, T, uniform, pre, sumc_dec + sum(C), S, C, th, sm_budget)
+        if self.per_request:
+            return _with_requests(r, n - S.count(0), self.per_request)
+        return r
 
     def _priced(
         self,
@@ -561,6 +572,13 @@ def _finish(stage: tuple[Any, ...], dec_kv: int, n_dec: int, toks: list[float]) 
     p_hbm += head_hbm
     overlap += head_sm if head_sm > head_hbm else head_hbm
     return (p_sm, p_hbm, p_nv, p_nic, host, overlap)
+
+
+def _with_requests(r: tuple[float, ...], requests: int, per_request_s: float) -> tuple[float, ...]:
+    """``price``'s numbers with the step's per-request host time added to its host seconds
+    (after the dispatch, in the reference's order: the same float)."""
+    sm, hbm, nv, nic, host, ov = r
+    return (sm, hbm, nv, nic, host + step_requests_host_s(requests, per_request_s), ov)
 
 
 def _estimate_of(r: tuple[float, ...], per: dict | None) -> StepEstimate:

@@ -52,6 +52,7 @@ class Lifted(NamedTuple):
     host_replay_s: float
     host_eager_per_layer_s: float
     host_link: float
+    host_per_request_s: float = 0.0
 
 
 def usable(name: str, value: float, *, positive: bool) -> float:
@@ -107,11 +108,19 @@ def lift_compute(chip: Any, graph: Any, eng: Any, facts: Any, coeffs: Coefficien
 
 
 def lift_coefficients(
-    coeffs: Coefficients, plan: Plan, experts: int, assumptions: Assumptions, unsplit: bool = False
+    coeffs: Coefficients,
+    plan: Plan,
+    experts: int,
+    assumptions: Assumptions,
+    unsplit: bool = False,
+    engine_stated: bool = False,
 ) -> Lifted:
     """Coefficients lifted into plain numbers (``experts``: the model's routed experts;
     ``unsplit``: the model is compiled as one graph, ``splitting_ops: []``, whose eager steps
-    take ``host_launch_eager_unsplit_per_layer`` where the sets hold it)."""
+    take ``host_launch_eager_unsplit_per_layer`` where the sets hold it; ``engine_stated``:
+    the scenario names its engine, whose host set may state ``host_step_per_request``; a
+    scenario naming none is priced with the Go kernel's step law, which has no per-request
+    host term, D11)."""
 
     def optional(name: str, reason: str) -> float:
         v = coeffs.get(name)
@@ -184,6 +193,12 @@ def lift_coefficients(
             )
         else:
             host_eager = usable("host_launch_eager_unsplit_per_layer", v, positive=False) * US
+    per_request = 0.0
+    v = coeffs.get("host_step_per_request")
+    if v is not None:
+        per_request = usable("host_step_per_request", v, positive=False) * US
+    elif engine_stated:
+        assumptions.add("host_step_per_request", "absent", "each step's host time priced without a per-request part")
     for name in ("host_admission_per_request", "host_admission_per_token", "host_output_token", "host_completion"):
         optional(name, "that per-request host overhead priced at zero")
     host_link = optional("host_link_bandwidth", "offload transfers priced without a host-link ceiling")
@@ -200,4 +215,5 @@ def lift_coefficients(
         host_replay,
         host_eager,
         host_link,
+        per_request,
     )

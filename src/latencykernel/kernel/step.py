@@ -34,7 +34,7 @@ from latencykernel.price.context import (
     pcp_kv_gather_bytes,
 )
 from latencykernel.price.experts import experts_touched, routed_expert_flops
-from latencykernel.price.host import graph_dispatch_s
+from latencykernel.price.host import graph_dispatch_s, step_requests_host_s
 from latencykernel.price.overlap import layer_stage_s
 from latencykernel.price.ramp import efficiency, gemm_read_beyond_compute_s, shape_efficiency, sm_budget_derate
 from latencykernel.price.recurrent import recurrent_update_s
@@ -356,4 +356,6 @@ def price_step(
     per[HBM] += head_hbm
     overlap += max(head_sm, head_hbm)
     per[HOST] = host_dispatch_s(c, scheduled, batch_tokens) + c.host_launch_per_kernel_s * c.plan.total_kernels
+    if c.host_per_request_s > 0:
+        per[HOST] += step_requests_host_s(sum(1 for s in scheduled if s > 0), c.host_per_request_s)
     return per, overlap

@@ -240,6 +240,13 @@ def price_steps(
     if not isinstance(uniform, bool) and uniform.all():
         uniform = True
     host: Any = _pick(eager, fp.host[2], _pick(uniform, fp.host[0], fp.host[1]))
+    if fp.per_request:  # price.host.step_requests_host_s over the rows that schedule tokens
+        busy: Any = nreq
+        if smin == 0:
+            zero = np.flatnonzero(s == 0)
+            if len(zero):
+                busy = nreq - np.bincount(rel(st[zero]), minlength=nsteps)
+        host = host + busy * fp.per_request
 
     # Per-request transforms of the decode contexts.
     toks: list[np.ndarray] = []
