@@ -149,6 +149,26 @@ def test_validate_end_to_end_on_shipped_csv() -> None:
     assert all("tpot mean" in s.errors for s in rep.priced())
 
 
+@pytest.mark.parametrize(
+    ("twin", "admission_s"),
+    [
+        ("aisimulate/glm-5-b300-fp8-sglang-tp8.yaml", 0.06),
+        ("aisimulate/glm-5-b200-fp8-sglang-tp8.yaml", 0.15),
+        ("aisimulate/glm-5-h200-fp8-sglang-tp8.yaml", 0.15),
+    ],
+)
+def test_sglang_on_b300_takes_its_own_admission(twin: str, admission_s: float) -> None:
+    """Guards the B300 entry of the SGLang set (fix 40) being ignored, or reaching the other
+    parts: a B300 SGLang twin is admitted in 60 ms, the same model on B200 and H200 in 150
+    ms, each with the generic 0.35 us per prompt token, and the provenance names the part."""
+    k = lk.new(lk.open_inputs(twin))
+    assert k.admission_overhead(1000) == pytest.approx(admission_s + 0.35e-6 * 1000, abs=2e-9)
+    origin = {o.name: o for o in k.provenance()}["host_admission_per_request"]
+    assert origin.set == "cost-model-host-overheads-sglang"
+    chip = twin.split("-")[2]
+    assert origin.scope.startswith(f"hardware: {chip}") and origin.scope.endswith("engine: sglang")
+
+
 def test_an_sglang_scenario_takes_the_sglang_admission_and_nothing_else() -> None:
     """Guards the engine-scoped set: a scenario stating engine sglang (and listing
     cost-model-host-overheads-sglang) keeps every step price and limit of the same inputs
