@@ -90,15 +90,13 @@ def test_every_path_prices_the_per_request_time_alike(rows: list[tuple[int, int]
     ref = k._reference_step(batch)
     assert k.step_time(batch).no_overlap == ref.no_overlap
     times = k.step_times([0] * len(rows), scheduled, computed, decode_threshold=batch.decode_threshold)
-    assert float(times.no_overlap[0]) == pytest.approx(ref.no_overlap, rel=1e-12, abs=1e-12)
+    assert float(times.no_overlap[0]) == ref.no_overlap  # step_times equals step_time, bit for bit
     n = len(rows)
+    plain = k._reference_step(Batch.from_columns([1] * n, computed)).no_overlap
     agg = k.aggregate_step_time(n, 1, sum(computed), decode_threshold=8)
-    plain = Batch.from_columns([1] * n, computed)
-    if agg is not None:
-        assert agg.no_overlap == k._reference_step(plain).no_overlap
+    assert agg is not None and agg.no_overlap == plain  # this twin has no per-request read law
     dec = k.decode_step_times(1, [n], [sum(computed)], decode_threshold=8)
-    if dec is not None:
-        assert float(dec.no_overlap[0]) == pytest.approx(k._reference_step(plain).no_overlap, rel=1e-12, abs=1e-12)
+    assert dec is not None and float(dec.no_overlap[0]) == plain
 
 
 def test_more_requests_never_price_a_step_lower() -> None:

@@ -313,7 +313,7 @@ class FastPlan:
         if self.specs or not 1 <= width <= th:
             return None
         if not S and n_dec and not self.needs_ndecode:
-            # plain decodes: straight to _priced's no-prefill branch (no per-request law here)
+            # plain decodes: straight to _priced's no-prefill branch (no per-request read law here)
             T = width * n_dec
             r = _finish(
                 self._shape_stage(T, width == self.width, sm_budget, sumc_dec > 0), T + sumc_dec, T + sumc_dec, []

@@ -269,7 +269,7 @@ def _build(c: StepConstants) -> FastPlan:
     # The same floats the reference adds (host_dispatch_s + the launch term).
     fp.host = (dispatch(c.graph_decode), dispatch(c.graph_other), dispatch("eager"))
     fp.empty_host = (host_dispatch_s(c, [], 0), host_dispatch_s(c, [0], 0))
-    fp.per_request = c.host_per_request_s if c.host_per_request_s > 0 else 0.0
+    fp.per_request = c.host_per_request_s  # lifting.usable refused a negative one
     fp.needs_ndecode = needs_ndecode
     fp.pcp_prefill_fallback = c.pcp > 1
     fp.dcp_prefill_fallback = dcp_prefill_fallback

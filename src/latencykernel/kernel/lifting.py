@@ -52,7 +52,7 @@ class Lifted(NamedTuple):
     host_replay_s: float
     host_eager_per_layer_s: float
     host_link: float
-    host_per_request_s: float = 0.0
+    host_per_request_s: float
 
 
 def usable(name: str, value: float, *, positive: bool) -> float:
